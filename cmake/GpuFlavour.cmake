@@ -1,0 +1,89 @@
+# Resolves CONVEYOR_GPU (auto|amd|nvidia|off) into CONVEYOR_GPU_FLAVOUR and sets up the
+# toolchain for it:
+#   nvidia: CMake's CUDA language with nvcc, sm_90, static cudart (easy to carry to a host
+#           without CUDA libraries).
+#   amd:    Debian's hipcc compiles .hip files in a custom command (CMake 3.25's HIP
+#           language does not work with Debian's ROCm as shipped); hip::host links them.
+#   off:    g++ only.
+# auto picks the vendor whose GPU this host has, and off when it has none.
+
+set(CONVEYOR_AMD_ARCHS "gfx90a;gfx1030" CACHE STRING "AMD offload architectures")
+set(CONVEYOR_CUDA_ARCHS "90" CACHE STRING "CUDA architectures")
+
+function(conveyor_resolve_gpu_flavour)
+  set(choice "${CONVEYOR_GPU}")
+  if(choice STREQUAL "auto")
+    if(EXISTS "/dev/nvidiactl" AND (EXISTS "/usr/local/cuda/bin/nvcc" OR CMAKE_CUDA_COMPILER))
+      set(choice nvidia)
+    elseif(EXISTS "/dev/kfd")
+      find_program(HIPCC_PROBE hipcc)
+      if(HIPCC_PROBE)
+        set(choice amd)
+      else()
+        set(choice off)
+      endif()
+    else()
+      set(choice off)
+    endif()
+  endif()
+  if(NOT choice MATCHES "^(amd|nvidia|off)$")
+    message(FATAL_ERROR "CONVEYOR_GPU must be auto, amd, nvidia or off (got '${CONVEYOR_GPU}')")
+  endif()
+  set(CONVEYOR_GPU_FLAVOUR ${choice} PARENT_SCOPE)
+
+  if(choice STREQUAL "nvidia")
+    if(NOT CMAKE_CUDA_COMPILER AND EXISTS "/usr/local/cuda/bin/nvcc")
+      set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc CACHE FILEPATH "nvcc")
+    endif()
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Static CACHE STRING "" FORCE)
+    set(CMAKE_CUDA_ARCHITECTURES ${CONVEYOR_CUDA_ARCHS} CACHE STRING "" FORCE)
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
+  elseif(choice STREQUAL "amd")
+    find_program(HIPCC hipcc REQUIRED)
+    find_package(hip CONFIG REQUIRED)
+    # gfx942 (MI300) only where the toolchain knows it; ROCm 5.2's clang-15 does not.
+    set(archs ${CONVEYOR_AMD_ARCHS})
+    file(WRITE "${CMAKE_BINARY_DIR}/arch_probe.hip" "__global__ void k() {}\n")
+    execute_process(
+      COMMAND ${HIPCC} --offload-arch=gfx942 -c "${CMAKE_BINARY_DIR}/arch_probe.hip"
+              -o "${CMAKE_BINARY_DIR}/arch_probe.o"
+      RESULT_VARIABLE probe_rc OUTPUT_QUIET ERROR_QUIET)
+    if(probe_rc EQUAL 0)
+      list(APPEND archs gfx942)
+    else()
+      message(STATUS "hipcc does not accept gfx942; building for ${archs}")
+    endif()
+    set(CONVEYOR_AMD_ARCH_LIST "${archs}" PARENT_SCOPE)
+  endif()
+endfunction()
+
+# Adds GPU sources (.hip) to `target` for the resolved flavour.
+function(conveyor_add_gpu_sources target)
+  if(CONVEYOR_GPU_FLAVOUR STREQUAL "nvidia")
+    set_source_files_properties(${ARGN} PROPERTIES LANGUAGE CUDA)
+    target_sources(${target} PRIVATE ${ARGN})
+    set_target_properties(${target} PROPERTIES CUDA_ARCHITECTURES "${CONVEYOR_CUDA_ARCHS}"
+                                               CUDA_STANDARD 17 CUDA_SEPARABLE_COMPILATION OFF)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-fPIC>)
+  elseif(CONVEYOR_GPU_FLAVOUR STREQUAL "amd")
+    set(arch_flags)
+    foreach(a ${CONVEYOR_AMD_ARCH_LIST})
+      list(APPEND arch_flags --offload-arch=${a})
+    endforeach()
+    file(GLOB headers "${CMAKE_CURRENT_SOURCE_DIR}/*.h")
+    foreach(src ${ARGN})
+      get_filename_component(name ${src} NAME_WE)
+      set(obj "${CMAKE_CURRENT_BINARY_DIR}/${name}.hip.o")
+      add_custom_command(
+        OUTPUT ${obj}
+        COMMAND ${HIPCC} ${arch_flags} -O3 -std=c++17 -fPIC -DCONVEYOR_GPU_AMD
+                -I${CMAKE_CURRENT_SOURCE_DIR} -c ${CMAKE_CURRENT_SOURCE_DIR}/${src} -o ${obj}
+        DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${src} ${headers}
+        COMMENT "hipcc ${src} (${CONVEYOR_AMD_ARCH_LIST})"
+        VERBATIM)
+      set_source_files_properties(${obj} PROPERTIES EXTERNAL_OBJECT TRUE GENERATED TRUE)
+      target_sources(${target} PRIVATE ${obj})
+    endforeach()
+  endif()
+endfunction()

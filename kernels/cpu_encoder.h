@@ -1,0 +1,43 @@
+// The encoder's host path: the same stage functions the GPU kernels call, run over the
+// bands of a frame on a thread pool. It is the CPU worker's engine and the reference the
+// GPU output is compared with byte for byte.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "encode_params.h"
+#include "encode_plan.h"
+#include "frame.h"
+#include "jpeg_tables.h"
+#include "stage_color.h"
+#include "status.h"
+#include "thread_pool.h"
+
+namespace conveyor {
+
+// Runs stages 1-4 for one band on the calling thread and appends the band's bitstream
+// (segments, each followed by its RST marker unless it is the frame's last) to `out`.
+void EncodeBandOnHost(const EncodePlan& plan, const EncodeTables& tables,
+                      const SourcePlanes& source, int band, std::vector<uint8_t>* out);
+
+SourcePlanes SourcePlanesOf(const FrameView& frame);
+
+class CpuJpegEncoder {
+ public:
+  // threads <= 0: one per hardware thread.
+  explicit CpuJpegEncoder(int threads = 0);
+
+  int threads() const { return pool_.size(); }
+
+  // Encodes a whole frame into a JFIF file. `band_rows_hint` only changes how the work
+  // is split, never the bytes.
+  StatusOr<std::vector<uint8_t>> Encode(const FrameView& frame, const EncodeParams& params,
+                                        int band_rows_hint = 0);
+
+ private:
+  ThreadPool pool_;
+};
+
+}  // namespace conveyor

@@ -1,0 +1,89 @@
+// The geometry of one encode, derived once from the frame and the parameters: MCU grid,
+// component planes, restart segments and row bands. It is a flat POD passed by value to
+// every GPU kernel and used unchanged by the CPU path, so both walk the same blocks.
+//
+// Bands are whole MCU rows whose MCU count is a multiple of the restart interval, so a
+// band starts and ends on a segment boundary. Each band's bitstream is therefore final on
+// its own (it ends with the RST marker that follows it) and can be read back as soon as
+// that band's stages have run.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "color_xform.h"
+#include "encode_params.h"
+#include "frame.h"
+#include "hd.h"
+#include "status.h"
+
+namespace conveyor {
+
+constexpr int kMaxBlocksPerMcu = 6;  // 4:2:0 -> 4 Y + Cb + Cr
+
+struct ComponentPlan {
+  int h, v;         // sampling factors (luma 2x2 for 4:2:0, chroma always 1x1)
+  int plane_w;      // samples per row of the MCU-padded plane
+  int rows_per_mcu_row;  // 8 * v
+  int quant;        // 0 luma tables, 1 chroma tables
+};
+
+struct EncodePlan {
+  int width, height;
+  PixelFormat format;
+  FormatLayout layout;
+  Subsampling subsampling;
+  int quality;
+
+  int mcu_w, mcu_h;  // MCU size in pixels
+  int mcus_x, mcus_y;
+  int blocks_per_mcu;
+  int8_t block_comp[kMaxBlocksPerMcu];  // for each block of an MCU: component,
+  int8_t block_dx[kMaxBlocksPerMcu];    // and its block column/row inside the MCU
+  int8_t block_dy[kMaxBlocksPerMcu];
+  ComponentPlan comp[3];
+
+  int restart_interval;  // as written in DRI; 0 = none
+  int segment_mcus;      // MCUs per entropy segment (the whole frame when no restarts)
+  int num_segments;
+
+  int band_mcu_rows;
+  int num_bands;
+
+  uint32_t segment_capacity;  // worst-case bytes of one coded segment
+  uint64_t band_capacity;     // worst-case bytes of one band's packed bitstream
+
+  ColorXform xform;
+
+  CONVEYOR_HD int TotalMcus() const { return mcus_x * mcus_y; }
+  CONVEYOR_HD int BandFirstMcuRow(int band) const { return band * band_mcu_rows; }
+  CONVEYOR_HD int BandMcuRows(int band) const {
+    const int rest = mcus_y - band * band_mcu_rows;
+    return rest < band_mcu_rows ? rest : band_mcu_rows;
+  }
+  CONVEYOR_HD int BandFirstMcu(int band) const { return BandFirstMcuRow(band) * mcus_x; }
+  CONVEYOR_HD int BandMcus(int band) const { return BandMcuRows(band) * mcus_x; }
+  CONVEYOR_HD int BandFirstSegment(int band) const { return BandFirstMcu(band) / segment_mcus; }
+  CONVEYOR_HD int BandSegments(int band) const {
+    const int first = BandFirstMcu(band);
+    const int end = first + BandMcus(band);
+    return (end + segment_mcus - 1) / segment_mcus - first / segment_mcus;
+  }
+  // Samples per band-local component plane (plane_w x rows of the band).
+  CONVEYOR_HD size_t BandPlaneSize(int c) const {
+    return static_cast<size_t>(comp[c].plane_w) * comp[c].rows_per_mcu_row * band_mcu_rows;
+  }
+  CONVEYOR_HD size_t BandBlocks() const {
+    return static_cast<size_t>(band_mcu_rows) * mcus_x * blocks_per_mcu;
+  }
+};
+
+// Validates frame and parameters and derives the plan. `band_rows_hint` > 0 asks for
+// bands of about that many pixel rows (it changes scheduling only, never the bytes).
+StatusOr<EncodePlan> MakeEncodePlan(const FrameView& frame, const EncodeParams& params,
+                                    int band_rows_hint = 0);
+
+// The restart interval kRestartAuto resolves to for this geometry.
+int AutoRestartInterval(int mcus_x, int mcus_y);
+
+}  // namespace conveyor

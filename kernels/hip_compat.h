@@ -1,0 +1,58 @@
+// The one place that knows which GPU vendor we build for. Kernels and the GPU runtime
+// code are written against HIP. On AMD this includes the real HIP runtime; for nvcc it
+// maps the hip* names this project uses to CUDA, because the HIP-on-NVIDIA headers that
+// Debian ships do not compile against CUDA 12/13. Only names the project uses live here
+// (the idea is ggml's vendors/hip.h, in the other direction).
+#pragma once
+
+#if defined(CONVEYOR_GPU_NVIDIA)
+
+#include <cuda_runtime.h>
+
+using hipError_t = cudaError_t;
+using hipStream_t = cudaStream_t;
+using hipEvent_t = cudaEvent_t;
+using hipDeviceProp_t = cudaDeviceProp;
+
+#define hipSuccess cudaSuccess
+#define hipErrorNoDevice cudaErrorNoDevice
+#define hipErrorInsufficientDriver cudaErrorInsufficientDriver
+#define hipGetErrorName cudaGetErrorName
+#define hipGetErrorString cudaGetErrorString
+#define hipGetLastError cudaGetLastError
+#define hipGetDeviceCount cudaGetDeviceCount
+#define hipSetDevice cudaSetDevice
+#define hipGetDeviceProperties cudaGetDeviceProperties
+#define hipRuntimeGetVersion cudaRuntimeGetVersion
+#define hipDriverGetVersion cudaDriverGetVersion
+#define hipMalloc cudaMalloc
+#define hipFree cudaFree
+#define hipHostMalloc cudaHostAlloc
+#define hipHostMallocDefault cudaHostAllocDefault
+#define hipHostMallocMapped cudaHostAllocMapped
+#define hipHostFree cudaFreeHost
+#define hipHostGetDevicePointer cudaHostGetDevicePointer
+#define hipMemcpyAsync cudaMemcpyAsync
+#define hipMemcpyHostToDevice cudaMemcpyHostToDevice
+#define hipMemcpyDeviceToHost cudaMemcpyDeviceToHost
+#define hipStreamCreateWithPriority cudaStreamCreateWithPriority
+#define hipStreamNonBlocking cudaStreamNonBlocking
+#define hipStreamDestroy cudaStreamDestroy
+#define hipStreamSynchronize cudaStreamSynchronize
+#define hipStreamWaitEvent cudaStreamWaitEvent
+#define hipDeviceGetStreamPriorityRange cudaDeviceGetStreamPriorityRange
+#define hipEventCreateWithFlags cudaEventCreateWithFlags
+#define hipEventDisableTiming cudaEventDisableTiming
+#define hipEventRecord cudaEventRecord
+#define hipEventSynchronize cudaEventSynchronize
+#define hipEventDestroy cudaEventDestroy
+#define hipLaunchKernelGGL(kernel, grid, block, shared, stream, ...) \
+  kernel<<<(grid), (block), (shared), (stream)>>>(__VA_ARGS__)
+
+#elif defined(CONVEYOR_GPU_AMD)
+
+#include <hip/hip_runtime.h>
+
+#else
+#error "hip_compat.h is for GPU builds; define CONVEYOR_GPU_NVIDIA or CONVEYOR_GPU_AMD"
+#endif

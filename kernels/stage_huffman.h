@@ -1,0 +1,129 @@
+// Stage 3: Huffman coding of one restart segment with the standard tables. Segments are
+// independent (DC prediction restarts at each), so the GPU codes them one thread each
+// and the CPU in a loop. Output bytes are already stuffed (0xFF -> 0xFF 0x00) and the
+// last byte is padded with 1-bits, so a segment is final on its own.
+#pragma once
+
+#include "encode_plan.h"
+#include "hd.h"
+#include "jpeg_tables.h"
+
+namespace conveyor {
+
+struct BitWriter {
+  uint8_t* out;
+  uint32_t pos;
+  uint32_t capacity;
+  uint64_t acc;   // pending bits, right-aligned
+  int nbits;      // number of pending bits
+  bool overflow;
+};
+
+CONVEYOR_HD inline void EmitByte(BitWriter& w, uint8_t byte) {
+  if (w.pos + 2 > w.capacity) {
+    w.overflow = true;
+    return;
+  }
+  w.out[w.pos++] = byte;
+  if (byte == 0xFF) w.out[w.pos++] = 0x00;
+}
+
+// Appends `size` (<= 26) bits. Flushes whole bytes once 32 bits are pending so that the
+// accumulator never holds more than 58.
+CONVEYOR_HD inline void PutBits(BitWriter& w, uint32_t bits, int size) {
+  w.acc = (w.acc << size) | bits;
+  w.nbits += size;
+  if (w.nbits >= 32) {
+    while (w.nbits >= 8) {
+      w.nbits -= 8;
+      EmitByte(w, static_cast<uint8_t>(w.acc >> w.nbits));
+    }
+  }
+}
+
+// Flushes every pending bit, padding the last byte with 1-bits (T.81 F.1.2.3).
+CONVEYOR_HD inline void FlushWithPadding(BitWriter& w) {
+  if (w.nbits % 8 != 0) {
+    const int pad = 8 - w.nbits % 8;
+    w.acc = (w.acc << pad) | ((1u << pad) - 1);
+    w.nbits += pad;
+  }
+  while (w.nbits >= 8) {
+    w.nbits -= 8;
+    EmitByte(w, static_cast<uint8_t>(w.acc >> w.nbits));
+  }
+}
+
+// Magnitude category and the bits that follow it (T.81 F.1.2.1/F.1.2.2).
+CONVEYOR_HD inline void PutValue(BitWriter& w, const HuffTable& t, int symbol_high, int32_t v) {
+  uint32_t magnitude = static_cast<uint32_t>(v < 0 ? -v : v);
+  const int n = BitLength(magnitude);
+  const uint32_t extra = static_cast<uint32_t>(v < 0 ? v - 1 : v) & ((1u << n) - 1);
+  const int symbol = symbol_high | n;
+  PutBits(w, (static_cast<uint32_t>(t.code[symbol]) << n) | extra, t.size[symbol] + n);
+}
+
+// Codes one block of quantised levels (natural order) given the previous DC level of
+// its component.
+CONVEYOR_HD inline void EncodeBlock(BitWriter& w, const int16_t* levels, int32_t* last_dc,
+                                    const HuffTable& dc, const HuffTable& ac,
+                                    const uint8_t* zigzag) {
+  const int32_t diff = levels[0] - *last_dc;
+  *last_dc = levels[0];
+  PutValue(w, dc, 0, diff);
+
+  uint64_t nonzero = 0;
+  for (int k = 1; k < 64; ++k) {
+    if (levels[zigzag[k]] != 0) nonzero |= uint64_t{1} << k;
+  }
+  int last = 0;
+  while (nonzero != 0) {
+    const int k = LowestSetBit64(nonzero);
+    nonzero &= nonzero - 1;
+    int run = k - last - 1;
+    while (run > 15) {
+      PutBits(w, ac.code[0xF0], ac.size[0xF0]);  // ZRL: sixteen zeros
+      run -= 16;
+    }
+    PutValue(w, ac, run << 4, levels[zigzag[k]]);
+    last = k;
+  }
+  if (last != 63) PutBits(w, ac.code[0x00], ac.size[0x00]);  // EOB
+}
+
+// Codes segment `segment` (global index) whose blocks start at `band_levels` (the band's
+// level buffer in scan order, 64 levels a block) and writes it to `out`. Returns the byte
+// count, or UINT32_MAX if `capacity` was too small (not reachable with the plan's
+// segment_capacity, but never written past).
+CONVEYOR_HD inline uint32_t EncodeSegment(const EncodePlan& p, const EncodeTables& t,
+                                          const int16_t* band_levels, int band, int segment,
+                                          uint8_t* out, uint32_t capacity) {
+  const int band_first_mcu = p.BandFirstMcu(band);
+  const int band_end_mcu = band_first_mcu + p.BandMcus(band);
+  const int first_mcu = segment * p.segment_mcus;
+  const int end_mcu = first_mcu + p.segment_mcus < band_end_mcu ? first_mcu + p.segment_mcus
+                                                                   : band_end_mcu;
+  BitWriter w{out, 0, capacity, 0, 0, false};
+  int32_t last_dc[3] = {0, 0, 0};
+  for (int mcu = first_mcu; mcu < end_mcu; ++mcu) {
+    const int16_t* mcu_levels =
+        band_levels + static_cast<size_t>(mcu - band_first_mcu) * p.blocks_per_mcu * 64;
+    for (int j = 0; j < p.blocks_per_mcu; ++j) {
+      const int c = p.block_comp[j];
+      const int cls = p.comp[c].quant;
+      EncodeBlock(w, mcu_levels + j * 64, &last_dc[c], t.dc[cls], t.ac[cls], t.zigzag);
+    }
+  }
+  FlushWithPadding(w);
+  return w.overflow ? UINT32_MAX : w.pos;
+}
+
+// Stage 4 helper: the marker that follows segment `segment`, if any (none after the last).
+CONVEYOR_HD inline int WriteRestartMarker(const EncodePlan& p, int segment, uint8_t* out) {
+  if (p.restart_interval == 0 || segment == p.num_segments - 1) return 0;
+  out[0] = 0xFF;
+  out[1] = static_cast<uint8_t>(0xD0 + (segment & 7));
+  return 2;
+}
+
+}  // namespace conveyor

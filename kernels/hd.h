@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
+#include "hip_compat.h"  // device intrinsics (__ffsll, __clz) for the stage functions
 #define CONVEYOR_HD __host__ __device__
 #define CONVEYOR_DEVICE_COMPILE 1
 #else

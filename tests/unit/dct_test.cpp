@@ -1,0 +1,73 @@
+// The integer DCT against a double-precision reference, and block placement.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "stage_dct.h"
+
+namespace conveyor {
+namespace {
+
+// Orthonormal 2-D DCT-II of centred samples, times 8 (the integer DCT's output scale).
+void ReferenceDct(const uint8_t* s, double out[64]) {
+  for (int u = 0; u < 8; ++u)
+    for (int v = 0; v < 8; ++v) {
+      double sum = 0;
+      for (int y = 0; y < 8; ++y)
+        for (int x = 0; x < 8; ++x)
+          sum += (s[y * 8 + x] - 128.0) * std::cos((2 * x + 1) * v * M_PI / 16) *
+                 std::cos((2 * y + 1) * u * M_PI / 16);
+      const double cu = u == 0 ? std::sqrt(0.125) : 0.5;
+      const double cv = v == 0 ? std::sqrt(0.125) : 0.5;
+      out[u * 8 + v] = 8 * cu * cv * sum;
+    }
+}
+
+TEST(Dct, IntegerDctTracksDoubleReference) {
+  std::mt19937 rng(7);
+  QuantEntry unit[64];
+  for (auto& e : unit) e = MakeQuantEntry(1);  // divisor 1: raw coefficients
+  double worst = 0, total_err = 0;
+  const int trials = 2000;
+  for (int t = 0; t < trials; ++t) {
+    uint8_t s[64];
+    const int mode = t % 4;  // noise, extremes, smooth ramp, constant
+    for (int i = 0; i < 64; ++i) {
+      if (mode == 0) s[i] = rng() & 0xFF;
+      else if (mode == 1) s[i] = (rng() & 1) ? 255 : 0;
+      else if (mode == 2) s[i] = static_cast<uint8_t>((i % 8) * 30 + (i / 8) * 3);
+      else s[i] = static_cast<uint8_t>(t & 0xFF);
+    }
+    int32_t work[64];
+    int16_t got[64];
+    for (int r = 0; r < 8; ++r) FdctRow(s + r * 8, work + r * 8);
+    for (int c = 0; c < 8; ++c) FdctColumnQuantize(work, c, unit, got);
+    double ref[64];
+    ReferenceDct(s, ref);
+    for (int i = 0; i < 64; ++i) {
+      const double err = std::abs(got[i] - ref[i]);
+      worst = std::max(worst, err);
+      total_err += err;
+    }
+  }
+  // Output is 8x the true coefficient, so an error of 8 is one unit of a q=1 quantiser.
+  EXPECT_LT(worst, 8.0) << "max abs error (8x scale)";
+  EXPECT_LT(total_err / (trials * 64.0), 1.0) << "mean abs error (8x scale)";
+}
+
+TEST(Dct, ConstantBlockHasOnlyDc) {
+  uint8_t s[64];
+  for (auto& v : s) v = 200;
+  QuantEntry unit[64];
+  for (auto& e : unit) e = MakeQuantEntry(1);
+  int32_t work[64];
+  int16_t got[64];
+  for (int r = 0; r < 8; ++r) FdctRow(s + r * 8, work + r * 8);
+  for (int c = 0; c < 8; ++c) FdctColumnQuantize(work, c, unit, got);
+  EXPECT_EQ(got[0], (200 - 128) * 64);  // 8 * (8 * mean)
+  for (int i = 1; i < 64; ++i) EXPECT_EQ(got[i], 0) << i;
+}
+
+}  // namespace
+}  // namespace conveyor

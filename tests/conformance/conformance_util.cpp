@@ -1,0 +1,661 @@
+// Test media, decoders, the libjpeg reference encoder and measures for the conformance
+// suite (see conformance_util.h).
+#include "conformance_util.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <csetjmp>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <utility>
+
+#include <jpeglib.h>
+#include <turbojpeg.h>
+
+extern "C" {
+#include <libavcodec/avcodec.h>
+#include <libavutil/imgutils.h>
+#include <libavutil/log.h>
+#include <libavutil/pixdesc.h>
+#include <libswscale/swscale.h>
+}
+
+extern char** environ;
+
+namespace conformance {
+
+using conveyor::FailedPrecondition;
+using conveyor::Internal;
+using conveyor::InvalidArgument;
+using conveyor::OkStatus;
+using conveyor::PixelFormat;
+using conveyor::Status;
+using conveyor::StatusOr;
+using conveyor::Subsampling;
+
+namespace {
+
+constexpr const char* kFfmpeg = "/usr/bin/ffmpeg";
+
+// ---------------------------------------------------------------------------------------
+// RAII for every C handle used here.
+
+struct TjDeleter {
+  void operator()(void* h) const {
+    if (h != nullptr) tjDestroy(h);
+  }
+};
+using TjHandle = std::unique_ptr<void, TjDeleter>;
+
+struct CodecContextDeleter {
+  void operator()(AVCodecContext* c) const { avcodec_free_context(&c); }
+};
+struct PacketDeleter {
+  void operator()(AVPacket* p) const { av_packet_free(&p); }
+};
+struct FrameDeleter {
+  void operator()(AVFrame* f) const { av_frame_free(&f); }
+};
+struct SwsDeleter {
+  void operator()(SwsContext* s) const { sws_freeContext(s); }
+};
+using CodecContextPtr = std::unique_ptr<AVCodecContext, CodecContextDeleter>;
+using PacketPtr = std::unique_ptr<AVPacket, PacketDeleter>;
+using FramePtr = std::unique_ptr<AVFrame, FrameDeleter>;
+using SwsPtr = std::unique_ptr<SwsContext, SwsDeleter>;
+
+struct CompressDeleter {
+  void operator()(jpeg_compress_struct* c) const {
+    jpeg_destroy_compress(c);
+    delete c;
+  }
+};
+using CompressPtr = std::unique_ptr<jpeg_compress_struct, CompressDeleter>;
+
+struct FdCloser {
+  void operator()(int* fd) const {
+    if (*fd >= 0) close(*fd);
+    delete fd;
+  }
+};
+
+struct SpawnActionsDeleter {
+  void operator()(posix_spawn_file_actions_t* a) const {
+    posix_spawn_file_actions_destroy(a);
+    delete a;
+  }
+};
+
+std::string AvError(int err) {
+  char buf[AV_ERROR_MAX_STRING_SIZE] = {0};
+  av_strerror(err, buf, sizeof(buf));
+  return buf;
+}
+
+StatusOr<std::vector<uint8_t>> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Internal("cannot open " + path);
+  std::vector<uint8_t> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return data;
+}
+
+std::string& TempDirStorage() {
+  static std::string dir;
+  return dir;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// Test media
+
+const std::string& TempDir() {
+  std::string& dir = TempDirStorage();
+  if (dir.empty()) {
+    const char* base = std::getenv("TMPDIR");
+    std::string templ = std::string(base != nullptr && *base != '\0' ? base : "/tmp") +
+                        "/conveyor-conformance-XXXXXX";
+    std::vector<char> buf(templ.begin(), templ.end());
+    buf.push_back('\0');
+    if (mkdtemp(buf.data()) == nullptr) {
+      std::perror("mkdtemp");
+      std::abort();
+    }
+    dir = buf.data();
+  }
+  return dir;
+}
+
+void RemoveTempDir() {
+  std::string& dir = TempDirStorage();
+  if (dir.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  dir.clear();
+}
+
+const char* ContentName(Content c) {
+  switch (c) {
+    case Content::kTestsrc2: return "testsrc2";
+    case Content::kTestsrc2Noise: return "testsrc2+noise";
+    case Content::kMandelbrot: return "mandelbrot";
+    case Content::kGradients: return "gradients";
+    case Content::kSmpteBars: return "smptehdbars";
+  }
+  return "unknown";
+}
+
+Status RunFfmpeg(const std::vector<std::string>& args) {
+  if (access(kFfmpeg, X_OK) != 0) return FailedPrecondition(std::string(kFfmpeg) + " is missing");
+  const std::string log_path = TempDir() + "/ffmpeg.log";
+
+  std::vector<std::string> full = {kFfmpeg, "-nostdin", "-hide_banner", "-loglevel", "error"};
+  full.insert(full.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : full) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  std::unique_ptr<posix_spawn_file_actions_t, SpawnActionsDeleter> actions(
+      new posix_spawn_file_actions_t);
+  posix_spawn_file_actions_init(actions.get());
+  posix_spawn_file_actions_addopen(actions.get(), 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(actions.get(), 1, log_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(actions.get(), 1, 2);
+
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, kFfmpeg, actions.get(), nullptr, argv.data(), environ);
+  if (rc != 0) return Internal(std::string("posix_spawn ffmpeg: ") + std::strerror(rc));
+  int wstatus = 0;
+  while (waitpid(pid, &wstatus, 0) < 0) {
+    if (errno != EINTR) return Internal(std::string("waitpid: ") + std::strerror(errno));
+  }
+  if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) return OkStatus();
+
+  std::string cmd;
+  for (const auto& a : full) cmd += a + " ";
+  std::string log;
+  if (auto data = ReadFile(log_path); data.ok()) log.assign(data->begin(), data->end());
+  return Internal("ffmpeg failed (status " + std::to_string(wstatus) + "): " + cmd + "\n" + log);
+}
+
+namespace {
+
+std::string RgbPath(Content content, int width, int height) {
+  std::string name = ContentName(content);
+  for (char& ch : name) {
+    if (ch == '+') ch = '_';
+  }
+  return TempDir() + "/" + name + "_" + std::to_string(width) + "x" + std::to_string(height) +
+         ".rgb";
+}
+
+// The lavfi source graph for `content` at a size every source accepts (some, like
+// testsrc2, silently round odd sizes or refuse tiny ones); the frame is then cropped to
+// the exact size in rgb24.
+std::string SourceGraph(Content content, int gen_w, int gen_h) {
+  const std::string size = "size=" + std::to_string(gen_w) + "x" + std::to_string(gen_h);
+  switch (content) {
+    case Content::kTestsrc2: return "testsrc2=" + size + ":rate=1";
+    case Content::kTestsrc2Noise: return "testsrc2=" + size + ":rate=1,noise=alls=20:allf=t";
+    case Content::kMandelbrot: return "mandelbrot=" + size + ":rate=1";
+    case Content::kGradients: return "gradients=" + size + ":rate=1:nb_colors=4:seed=1";
+    case Content::kSmpteBars: return "smptehdbars=" + size + ":rate=1";
+  }
+  return "";
+}
+
+}  // namespace
+
+StatusOr<std::vector<uint8_t>> RenderRgb(Content content, int width, int height) {
+  static std::map<std::tuple<int, int, int>, std::vector<uint8_t>> cache;
+  const auto key = std::make_tuple(static_cast<int>(content), width, height);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+
+  const int gen_w = std::max(64, width + (width & 1));
+  const int gen_h = std::max(64, height + (height & 1));
+  const std::string crop = "format=rgb24,crop=" + std::to_string(width) + ":" +
+                           std::to_string(height) + ":" + std::to_string((gen_w - width) / 2) +
+                           ":" + std::to_string((gen_h - height) / 2);
+  const std::string path = RgbPath(content, width, height);
+  RETURN_IF_ERROR(RunFfmpeg({"-f", "lavfi", "-i", SourceGraph(content, gen_w, gen_h), "-frames:v",
+                             "1", "-vf", crop, "-pix_fmt", "rgb24", "-f", "rawvideo", "-y",
+                             path}));
+  ASSIGN_OR_RETURN(std::vector<uint8_t> data, ReadFile(path));
+  const size_t want = static_cast<size_t>(width) * height * 3;
+  if (data.size() != want) {
+    return Internal("ffmpeg rendered " + std::to_string(data.size()) + " bytes of " +
+                    ContentName(content) + ", expected " + std::to_string(want));
+  }
+  cache.emplace(key, data);
+  return data;
+}
+
+StatusOr<std::vector<uint8_t>> ConvertRgb(Content content, int width, int height,
+                                          const std::string& filter, PixelFormat format) {
+  ASSIGN_OR_RETURN(std::vector<uint8_t> rgb, RenderRgb(content, width, height));
+  (void)rgb;  // RenderRgb left the raw file at RgbPath()
+  const std::string out = TempDir() + "/converted." + conveyor::PixelFormatName(format);
+  const std::string size = std::to_string(width) + "x" + std::to_string(height);
+  RETURN_IF_ERROR(RunFfmpeg({"-f", "rawvideo", "-pix_fmt", "rgb24", "-s", size, "-i",
+                             RgbPath(content, width, height), "-frames:v", "1", "-vf", filter,
+                             "-pix_fmt", conveyor::PixelFormatName(format), "-f", "rawvideo",
+                             "-y", out}));
+  ASSIGN_OR_RETURN(std::vector<uint8_t> data, ReadFile(out));
+  std::filesystem::remove(out);
+  const size_t want = conveyor::PackedFrameSize(format, width, height);
+  if (data.size() != want) {
+    return Internal(std::string("ffmpeg wrote ") + std::to_string(data.size()) + " bytes of " +
+                    conveyor::PixelFormatName(format) + ", expected " + std::to_string(want));
+  }
+  return data;
+}
+
+// ---------------------------------------------------------------------------------------
+// libjpeg-turbo (TurboJPEG API)
+
+namespace {
+
+StatusOr<TjHandle> NewDecompressor() {
+  TjHandle h(tjInitDecompress());
+  if (!h) return Internal(std::string("tjInitDecompress: ") + tjGetErrorStr2(nullptr));
+  return h;
+}
+
+Status TurboError(const char* what, void* h) {
+  const bool warning = tjGetErrorCode(h) == TJERR_WARNING;
+  return Internal(std::string(what) + (warning ? " warning: " : " error: ") + tjGetErrorStr2(h));
+}
+
+}  // namespace
+
+StatusOr<TurboHeader> TurboReadHeader(const std::vector<uint8_t>& jpeg) {
+  ASSIGN_OR_RETURN(TjHandle h, NewDecompressor());
+  TurboHeader hdr;
+  if (tjDecompressHeader3(h.get(), jpeg.data(), jpeg.size(), &hdr.width, &hdr.height,
+                          &hdr.subsamp, &hdr.colorspace) != 0) {
+    return TurboError("tjDecompressHeader3", h.get());
+  }
+  return hdr;
+}
+
+StatusOr<Planes> TurboDecodeRgb(const std::vector<uint8_t>& jpeg) {
+  ASSIGN_OR_RETURN(TjHandle h, NewDecompressor());
+  int w = 0, hgt = 0, subsamp = 0, cs = 0;
+  if (tjDecompressHeader3(h.get(), jpeg.data(), jpeg.size(), &w, &hgt, &subsamp, &cs) != 0) {
+    return TurboError("tjDecompressHeader3", h.get());
+  }
+  Planes out;
+  out.width = w;
+  out.height = hgt;
+  out.plane_w[0] = w * 3;
+  out.plane_h[0] = hgt;
+  out.plane[0].resize(static_cast<size_t>(w) * hgt * 3);
+  if (tjDecompress2(h.get(), jpeg.data(), jpeg.size(), out.plane[0].data(), w, 0, hgt, TJPF_RGB,
+                    0) != 0) {
+    return TurboError("tjDecompress2", h.get());
+  }
+  return out;
+}
+
+StatusOr<Planes> TurboDecodeYuv(const std::vector<uint8_t>& jpeg) {
+  ASSIGN_OR_RETURN(TjHandle h, NewDecompressor());
+  int w = 0, hgt = 0, subsamp = 0, cs = 0;
+  if (tjDecompressHeader3(h.get(), jpeg.data(), jpeg.size(), &w, &hgt, &subsamp, &cs) != 0) {
+    return TurboError("tjDecompressHeader3", h.get());
+  }
+  if (subsamp == TJSAMP_GRAY) return Internal("unexpected grayscale JPEG");
+  std::vector<uint8_t> buf(tjBufSizeYUV2(w, 1, hgt, subsamp));
+  if (tjDecompressToYUV2(h.get(), jpeg.data(), jpeg.size(), buf.data(), w, 1, hgt, 0) != 0) {
+    return TurboError("tjDecompressToYUV2", h.get());
+  }
+  Planes out;
+  out.width = w;
+  out.height = hgt;
+  size_t offset = 0;
+  for (int c = 0; c < 3; ++c) {
+    out.plane_w[c] = tjPlaneWidth(c, w, subsamp);
+    out.plane_h[c] = tjPlaneHeight(c, hgt, subsamp);
+    const size_t n = static_cast<size_t>(out.plane_w[c]) * out.plane_h[c];
+    out.plane[c].assign(buf.begin() + offset, buf.begin() + offset + n);
+    offset += n;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// FFmpeg libavcodec
+
+namespace {
+
+std::vector<std::string>* g_av_log_sink = nullptr;
+
+void CaptureAvLog(void* avcl, int level, const char* fmt, va_list vl) {
+  if (g_av_log_sink == nullptr || level > AV_LOG_WARNING) return;
+  char line[1024];
+  int print_prefix = 1;
+  av_log_format_line2(avcl, level, fmt, vl, line, sizeof(line), &print_prefix);
+  g_av_log_sink->push_back(line);
+}
+
+// Installs CaptureAvLog for the lifetime of the object (the suite runs tests serially).
+class AvLogCapture {
+ public:
+  AvLogCapture() {
+    g_av_log_sink = &lines_;
+    av_log_set_callback(CaptureAvLog);
+  }
+  ~AvLogCapture() {
+    av_log_set_callback(av_log_default_callback);
+    g_av_log_sink = nullptr;
+  }
+  AvLogCapture(const AvLogCapture&) = delete;
+  AvLogCapture& operator=(const AvLogCapture&) = delete;
+  const std::vector<std::string>& lines() const { return lines_; }
+
+ private:
+  std::vector<std::string> lines_;
+};
+
+AVPixelFormat UnJ(AVPixelFormat f) {
+  switch (f) {
+    case AV_PIX_FMT_YUVJ420P: return AV_PIX_FMT_YUV420P;
+    case AV_PIX_FMT_YUVJ422P: return AV_PIX_FMT_YUV422P;
+    case AV_PIX_FMT_YUVJ444P: return AV_PIX_FMT_YUV444P;
+    case AV_PIX_FMT_YUVJ440P: return AV_PIX_FMT_YUV440P;
+    case AV_PIX_FMT_YUVJ411P: return AV_PIX_FMT_YUV411P;
+    default: return f;
+  }
+}
+
+}  // namespace
+
+StatusOr<FfmpegDecoded> FfmpegDecode(const std::vector<uint8_t>& jpeg) {
+  AvLogCapture log;
+  auto with_log = [&](std::string msg) {
+    for (const auto& l : log.lines()) msg += "\n  av_log: " + l;
+    return Internal(msg);
+  };
+
+  const AVCodec* codec = avcodec_find_decoder(AV_CODEC_ID_MJPEG);
+  if (codec == nullptr) return Internal("no mjpeg decoder in libavcodec");
+  CodecContextPtr ctx(avcodec_alloc_context3(codec));
+  if (!ctx) return Internal("avcodec_alloc_context3 failed");
+  ctx->thread_count = 1;
+  ctx->err_recognition = AV_EF_EXPLODE | AV_EF_BITSTREAM | AV_EF_BUFFER | AV_EF_CAREFUL;
+  if (int err = avcodec_open2(ctx.get(), codec, nullptr); err < 0) {
+    return with_log("avcodec_open2: " + AvError(err));
+  }
+
+  PacketPtr pkt(av_packet_alloc());
+  FramePtr frame(av_frame_alloc());
+  if (!pkt || !frame) return Internal("out of memory");
+  if (int err = av_new_packet(pkt.get(), static_cast<int>(jpeg.size())); err < 0) {
+    return Internal("av_new_packet: " + AvError(err));
+  }
+  std::memcpy(pkt->data, jpeg.data(), jpeg.size());
+
+  if (int err = avcodec_send_packet(ctx.get(), pkt.get()); err < 0) {
+    return with_log("avcodec_send_packet: " + AvError(err));
+  }
+  int err = avcodec_receive_frame(ctx.get(), frame.get());
+  if (err == AVERROR(EAGAIN)) {
+    if (int e = avcodec_send_packet(ctx.get(), nullptr); e < 0) {
+      return with_log("avcodec_send_packet(flush): " + AvError(e));
+    }
+    err = avcodec_receive_frame(ctx.get(), frame.get());
+  }
+  if (err < 0) return with_log("avcodec_receive_frame: " + AvError(err));
+  if (!log.lines().empty()) return with_log("mjpeg decoder complained");
+  if (frame->decode_error_flags != 0) {
+    return with_log("decode_error_flags " + std::to_string(frame->decode_error_flags));
+  }
+  if (frame->flags & AV_FRAME_FLAG_CORRUPT) return with_log("frame flagged corrupt");
+
+  FfmpegDecoded out;
+  out.pix_fmt = frame->format;
+  const AVPixFmtDescriptor* desc = av_pix_fmt_desc_get(static_cast<AVPixelFormat>(frame->format));
+  if (desc == nullptr) return Internal("decoder returned an unknown pixel format");
+  out.pix_fmt_name = desc->name;
+  if (desc->nb_components != 3 || (desc->flags & AV_PIX_FMT_FLAG_RGB) ||
+      desc->comp[0].depth != 8 || av_pix_fmt_count_planes(static_cast<AVPixelFormat>(frame->format)) != 3) {
+    return Internal(std::string("unexpected decoder output format ") + desc->name);
+  }
+  const int w = frame->width, h = frame->height;
+  out.yuv.width = w;
+  out.yuv.height = h;
+  for (int c = 0; c < 3; ++c) {
+    const int pw = c == 0 ? w : AV_CEIL_RSHIFT(w, desc->log2_chroma_w);
+    const int ph = c == 0 ? h : AV_CEIL_RSHIFT(h, desc->log2_chroma_h);
+    out.yuv.plane_w[c] = pw;
+    out.yuv.plane_h[c] = ph;
+    out.yuv.plane[c].resize(static_cast<size_t>(pw) * ph);
+    for (int y = 0; y < ph; ++y) {
+      std::memcpy(out.yuv.plane[c].data() + static_cast<size_t>(y) * pw,
+                  frame->data[c] + static_cast<ptrdiff_t>(y) * frame->linesize[c], pw);
+    }
+  }
+
+  // The same picture as rgb24 (JPEG is full-range BT.601), so PSNR against the source
+  // can be computed for FFmpeg's decode too.
+  const AVPixelFormat src_fmt = UnJ(static_cast<AVPixelFormat>(frame->format));
+  SwsPtr sws(sws_getContext(w, h, src_fmt, w, h, AV_PIX_FMT_RGB24,
+                            SWS_BILINEAR | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT, nullptr, nullptr,
+                            nullptr));
+  if (!sws) return Internal("sws_getContext failed");
+  const int* coeffs = sws_getCoefficients(SWS_CS_ITU601);
+  sws_setColorspaceDetails(sws.get(), coeffs, 1, coeffs, 1, 0, 1 << 16, 1 << 16);
+  out.rgb.width = w;
+  out.rgb.height = h;
+  out.rgb.plane_w[0] = w * 3;
+  out.rgb.plane_h[0] = h;
+  out.rgb.plane[0].resize(static_cast<size_t>(w) * h * 3);
+  uint8_t* dst[4] = {out.rgb.plane[0].data(), nullptr, nullptr, nullptr};
+  int dst_stride[4] = {w * 3, 0, 0, 0};
+  if (sws_scale(sws.get(), frame->data, frame->linesize, 0, h, dst, dst_stride) != h) {
+    return Internal("sws_scale failed");
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// libjpeg reference encoder
+
+namespace {
+
+struct ErrorManager {
+  jpeg_error_mgr pub;
+  std::jmp_buf jump;
+  char message[JMSG_LENGTH_MAX];
+};
+
+void ErrorExit(j_common_ptr cinfo) {
+  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
+  (*cinfo->err->format_message)(cinfo, err->message);
+  std::longjmp(err->jump, 1);
+}
+
+// Appends the compressed stream to a vector in 64 KiB chunks.
+struct VectorDestination {
+  jpeg_destination_mgr pub;
+  std::vector<uint8_t>* out;
+  JOCTET chunk[1 << 16];
+};
+
+void InitDestination(j_compress_ptr cinfo) {
+  auto* d = reinterpret_cast<VectorDestination*>(cinfo->dest);
+  d->pub.next_output_byte = d->chunk;
+  d->pub.free_in_buffer = sizeof(d->chunk);
+}
+
+boolean EmptyOutputBuffer(j_compress_ptr cinfo) {
+  auto* d = reinterpret_cast<VectorDestination*>(cinfo->dest);
+  d->out->insert(d->out->end(), d->chunk, d->chunk + sizeof(d->chunk));
+  d->pub.next_output_byte = d->chunk;
+  d->pub.free_in_buffer = sizeof(d->chunk);
+  return TRUE;
+}
+
+void TermDestination(j_compress_ptr cinfo) {
+  auto* d = reinterpret_cast<VectorDestination*>(cinfo->dest);
+  d->out->insert(d->out->end(), d->chunk, d->chunk + (sizeof(d->chunk) - d->pub.free_in_buffer));
+}
+
+}  // namespace
+
+StatusOr<std::vector<uint8_t>> LibjpegEncodeRgb(const uint8_t* rgb, int width, int height,
+                                                int quality, Subsampling s, int restart_mcus) {
+  // Everything with a destructor is constructed before setjmp, so a longjmp out of
+  // libjpeg skips no C++ destructor.
+  std::vector<uint8_t> out;
+  auto dest = std::make_unique<VectorDestination>();
+  auto err = std::make_unique<ErrorManager>();
+  CompressPtr cinfo(new jpeg_compress_struct());
+  std::vector<JSAMPROW> rows(height);
+  for (int y = 0; y < height; ++y) {
+    rows[y] = const_cast<JSAMPROW>(rgb + static_cast<size_t>(y) * width * 3);
+  }
+
+  cinfo->err = jpeg_std_error(&err->pub);
+  err->pub.error_exit = ErrorExit;
+  if (setjmp(err->jump)) {
+    return Internal(std::string("libjpeg: ") + err->message);
+  }
+  jpeg_create_compress(cinfo.get());
+
+  dest->out = &out;
+  dest->pub.init_destination = InitDestination;
+  dest->pub.empty_output_buffer = EmptyOutputBuffer;
+  dest->pub.term_destination = TermDestination;
+  cinfo->dest = &dest->pub;
+
+  cinfo->image_width = static_cast<JDIMENSION>(width);
+  cinfo->image_height = static_cast<JDIMENSION>(height);
+  cinfo->input_components = 3;
+  cinfo->in_color_space = JCS_RGB;
+  jpeg_set_defaults(cinfo.get());
+  jpeg_set_quality(cinfo.get(), quality, TRUE);
+  cinfo->dct_method = JDCT_ISLOW;
+  cinfo->optimize_coding = FALSE;
+  cinfo->restart_interval = static_cast<unsigned int>(restart_mcus);
+  cinfo->comp_info[0].h_samp_factor = s == Subsampling::k444 ? 1 : 2;
+  cinfo->comp_info[0].v_samp_factor = s == Subsampling::k420 ? 2 : 1;
+  for (int c = 1; c < 3; ++c) {
+    cinfo->comp_info[c].h_samp_factor = 1;
+    cinfo->comp_info[c].v_samp_factor = 1;
+  }
+
+  jpeg_start_compress(cinfo.get(), TRUE);
+  while (cinfo->next_scanline < cinfo->image_height) {
+    jpeg_write_scanlines(cinfo.get(), &rows[cinfo->next_scanline],
+                         cinfo->image_height - cinfo->next_scanline);
+  }
+  jpeg_finish_compress(cinfo.get());
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// Measures
+
+double Psnr(const uint8_t* a, const uint8_t* b, size_t n) {
+  if (n == 0) return -1.0;
+  uint64_t sse = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const int d = static_cast<int>(a[i]) - static_cast<int>(b[i]);
+    sse += static_cast<uint64_t>(d * d);
+  }
+  if (sse == 0) return std::numeric_limits<double>::infinity();
+  const double mse = static_cast<double>(sse) / static_cast<double>(n);
+  return 10.0 * std::log10(255.0 * 255.0 / mse);
+}
+
+int MaxAbsDiff(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+  if (a.size() != b.size()) return 256;
+  int m = 0;
+  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(int(a[i]) - int(b[i])));
+  return m;
+}
+
+int TurboSubsampOf(Subsampling s) {
+  switch (s) {
+    case Subsampling::k420: return TJSAMP_420;
+    case Subsampling::k422: return TJSAMP_422;
+    case Subsampling::k444: return TJSAMP_444;
+  }
+  return -1;
+}
+
+StreamLayout ParseStream(const std::vector<uint8_t>& j) {
+  StreamLayout s;
+  const size_t n = j.size();
+  auto fail = [&](const std::string& why, size_t at) {
+    s.ok = false;
+    s.error = why + " at byte " + std::to_string(at);
+    return s;
+  };
+  if (n < 4 || j[0] != 0xFF || j[1] != 0xD8) return fail("no SOI", 0);
+  size_t p = 2;
+  // Marker segments up to and including SOS.
+  for (;;) {
+    if (p + 4 > n) return fail("truncated header", p);
+    if (j[p] != 0xFF) return fail("expected a marker", p);
+    const uint8_t m = j[p + 1];
+    const size_t len = static_cast<size_t>(j[p + 2]) << 8 | j[p + 3];
+    if (len < 2 || p + 2 + len > n) return fail("bad segment length", p);
+    const uint8_t* seg = &j[p + 4];
+    if (m == 0xDD) {
+      if (len != 4) return fail("DRI length", p);
+      s.dri = seg[0] << 8 | seg[1];
+    } else if (m == 0xC0) {
+      if (len < 8 + 3 * 3) return fail("SOF0 length", p);
+      s.sof_height = seg[1] << 8 | seg[2];
+      s.sof_width = seg[3] << 8 | seg[4];
+      if (seg[5] != 3) return fail("SOF0 component count", p);
+      for (int c = 0; c < 3; ++c) s.sof_sampling[c] = seg[6 + 3 * c + 1];
+    } else if (m >= 0xC1 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC) {
+      return fail("non-baseline SOF", p);
+    }
+    p += 2 + len;
+    if (m == 0xDA) break;
+  }
+  // Entropy-coded data: stuffed bytes, RST markers, then EOI.
+  while (p < n) {
+    if (j[p] != 0xFF) {
+      ++p;
+      continue;
+    }
+    if (p + 1 >= n) return fail("0xFF at end of stream", p);
+    const uint8_t m = j[p + 1];
+    if (m == 0x00) {
+      p += 2;
+    } else if (m >= 0xD0 && m <= 0xD7) {
+      s.rst.push_back(m - 0xD0);
+      p += 2;
+    } else if (m == 0xFF) {
+      ++p;  // fill byte
+    } else if (m == 0xD9) {
+      s.eoi_at_end = p + 2 == n;
+      s.ok = true;
+      return s;
+    } else {
+      return fail("unexpected marker 0xFF" + std::to_string(m) + " in scan data", p);
+    }
+  }
+  return fail("no EOI", n);
+}
+
+}  // namespace conformance

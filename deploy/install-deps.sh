@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages Conveyor needs, only those missing (idempotent).
+#   deploy/install-deps.sh           build + run
+#   deploy/install-deps.sh --test    also what the tests use
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ pkg-config
+  ffmpeg libavcodec-dev libavformat-dev libavutil-dev libswscale-dev
+  libcli11-dev libturbojpeg0-dev libjpeg62-turbo-dev libjpeg-turbo-progs
+  hipcc libamdhip64-dev rocm-device-libs
+)
+if [[ "${1:-}" == "--test" ]]; then
+  packages+=(libgtest-dev libgmock-dev)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

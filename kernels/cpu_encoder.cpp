@@ -1,12 +1,27 @@
 // Host execution of the encoder stages.
 #include "cpu_encoder.h"
 
+#include <cstring>
+
 #include "jfif_writer.h"
 #include "stage_dct.h"
 #include "stage_huffman.h"
 
 namespace conveyor {
 namespace {
+
+// Eight int32 lanes; GCC lowers it to whatever vector width the target has.
+typedef int32_t Lanes8 __attribute__((vector_size(32)));
+
+// The hot host stages are built twice, for AVX2 and for baseline x86-64, and the loader
+// picks one (GCC function multi-versioning); `flatten` pulls the stage helpers into
+// each clone so they are compiled for its target too. Integer code: same bytes.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define CONVEYOR_HOST_CLONES __attribute__((target_clones("avx2", "default"), flatten, noinline))
+#else
+#define CONVEYOR_HOST_CLONES __attribute__((noinline))
+#endif
+
 
 // Scratch reused by each thread across bands and frames.
 struct HostBandScratch {
@@ -15,39 +30,170 @@ struct HostBandScratch {
   std::vector<uint8_t> segment;
 };
 
-void ColorStage(const EncodePlan& p, const SourcePlanes& s, int band, HostBandScratch* scratch) {
+// The CPU's colour stage works a row at a time: each source pixel is converted once
+// and the chroma box filter sums the converted values, where the per-sample functions
+// (which the GPU runs) would convert each pixel once per output sample covering it.
+// The integers are the same: the unit tests compare this path with LumaSample and
+// ChromaSample, and the GPU test compares whole files.
+//
+// The plan and planes come by value: the byte stores below may alias anything reached
+// through a reference, which would make the compiler reload the plan every sample.
+// A pixel format's layout as compile-time constants (see FetchTripleWith).
+template <LayoutKind K, int kBpp, int kR, int kG, int kB, int kShiftX, int kShiftY>
+struct StaticLayout {
+  static constexpr LayoutKind kind = K;
+  static constexpr int bytes_per_pixel = kBpp;
+  static constexpr int r_index = kR, g_index = kG, b_index = kB;
+  static constexpr int chroma_shift_x = kShiftX, chroma_shift_y = kShiftY;
+};
+
+template <LayoutKind K, class Layout>
+void ColorStageFor(const EncodePlan p, const SourcePlanes s, int band, uint8_t* const planes[3]) {
+  const Layout layout;
+  const ColorXform x = p.xform;
+  const int w = p.width;
+  thread_local std::vector<int32_t> sum_b, sum_r;  // converted chroma summed over rows
+  sum_b.resize(w);
+  sum_r.resize(w);
+
+  // Luma: convert the w real pixels of each row, repeat the last into the padding.
   const int rows_y = p.BandMcuRows(band) * p.comp[0].rows_per_mcu_row;
   const int y0 = p.BandFirstMcuRow(band) * p.comp[0].rows_per_mcu_row;
-  uint8_t* luma = scratch->planes[0].data();
+  const int plane_w = p.comp[0].plane_w;
   for (int y = 0; y < rows_y; ++y) {
-    uint8_t* row = luma + static_cast<size_t>(y) * p.comp[0].plane_w;
-    for (int x = 0; x < p.comp[0].plane_w; ++x) row[x] = LumaSample(p, s, x, y0 + y);
+    uint8_t* row = planes[0] + static_cast<size_t>(y) * plane_w;
+    const int sy = ClampCoord(y0 + y, p.height);
+    for (int i = 0; i < w; ++i) {
+      int32_t a, b, d;
+      FetchTripleWith<K>(layout, s, i, sy, &a, &b, &d);
+      row[i] = ClampToByte((XformDot(x, 0, a, b, d) + x.bias[0]) >> kColorFracBits);
+    }
+    for (int i = w; i < plane_w; ++i) row[i] = row[w - 1];
   }
+
+  // Chroma.
   const int rows_c = p.BandMcuRows(band) * p.comp[1].rows_per_mcu_row;
   const int c0 = p.BandFirstMcuRow(band) * p.comp[1].rows_per_mcu_row;
+  const int cplane_w = p.comp[1].plane_w;
+  const int hs = p.comp[0].h, vs = p.comp[0].v;
+  const int log2n = (hs == 2) + (vs == 2);
   for (int y = 0; y < rows_c; ++y) {
-    const size_t off = static_cast<size_t>(y) * p.comp[1].plane_w;
-    uint8_t* cb = scratch->planes[1].data() + off;
-    uint8_t* cr = scratch->planes[2].data() + off;
-    for (int x = 0; x < p.comp[1].plane_w; ++x) ChromaSample(p, s, x, c0 + y, &cb[x], &cr[x]);
+    const size_t off = static_cast<size_t>(y) * cplane_w;
+    uint8_t* cb = planes[1] + off;
+    uint8_t* cr = planes[2] + off;
+    if (p.chroma_direct) {
+      for (int i = 0; i < cplane_w; ++i) ChromaSample<K>(p, s, i, c0 + y, &cb[i], &cr[i]);
+      continue;
+    }
+    // Sum the converted chroma of the vs source rows this output row covers...
+    for (int dy = 0; dy < vs; ++dy) {
+      const int sy = ClampCoord((c0 + y) * vs + dy, p.height);
+      for (int i = 0; i < w; ++i) {
+        int32_t a, b, d;
+        FetchTripleWith<K>(layout, s, i, sy, &a, &b, &d);
+        const int32_t db = XformDot(x, 1, a, b, d);
+        const int32_t dr = XformDot(x, 2, a, b, d);
+        sum_b[i] = dy == 0 ? db : sum_b[i] + db;
+        sum_r[i] = dy == 0 ? dr : sum_r[i] + dr;
+      }
+    }
+    // ...then across the hs columns, clamping at the right edge like the sample path.
+    for (int i = 0; i < cplane_w; ++i) {
+      int32_t tb = 0, tr = 0;
+      for (int dx = 0; dx < hs; ++dx) {
+        const int sx = ClampCoord(i * hs + dx, w);
+        tb += sum_b[sx];
+        tr += sum_r[sx];
+      }
+      cb[i] = ClampToByte((tb + (x.bias[1] << log2n)) >> (kColorFracBits + log2n));
+      cr[i] = ClampToByte((tr + (x.bias[2] << log2n)) >> (kColorFracBits + log2n));
+    }
   }
 }
 
-void DctStage(const EncodePlan& p, const EncodeTables& t, int band, HostBandScratch* scratch) {
+CONVEYOR_HOST_CLONES void ColorStage(const EncodePlan& p, const SourcePlanes& s, int band,
+                                      uint8_t* const scratch[3]) {
+  using K = LayoutKind;
+  switch (p.format) {
+    case PixelFormat::kYuv420p:
+    case PixelFormat::kYuvj420p:
+      return ColorStageFor<K::kPlanarYuv, StaticLayout<K::kPlanarYuv, 1, 0, 0, 0, 1, 1>>(p, s, band, scratch);
+    case PixelFormat::kNv12:
+      return ColorStageFor<K::kSemiPlanarYuv, StaticLayout<K::kSemiPlanarYuv, 1, 0, 0, 0, 1, 1>>(p, s, band, scratch);
+    case PixelFormat::kYuv422p:
+      return ColorStageFor<K::kPlanarYuv, StaticLayout<K::kPlanarYuv, 1, 0, 0, 0, 1, 0>>(p, s, band, scratch);
+    case PixelFormat::kYuv444p:
+      return ColorStageFor<K::kPlanarYuv, StaticLayout<K::kPlanarYuv, 1, 0, 0, 0, 0, 0>>(p, s, band, scratch);
+    case PixelFormat::kRgb24:
+      return ColorStageFor<K::kPackedRgb, StaticLayout<K::kPackedRgb, 3, 0, 1, 2, 0, 0>>(p, s, band, scratch);
+    case PixelFormat::kBgr24:
+      return ColorStageFor<K::kPackedRgb, StaticLayout<K::kPackedRgb, 3, 2, 1, 0, 0, 0>>(p, s, band, scratch);
+    case PixelFormat::kRgba:
+      return ColorStageFor<K::kPackedRgb, StaticLayout<K::kPackedRgb, 4, 0, 1, 2, 0, 0>>(p, s, band, scratch);
+    case PixelFormat::kBgra:
+      return ColorStageFor<K::kPackedRgb, StaticLayout<K::kPackedRgb, 4, 2, 1, 0, 0, 0>>(p, s, band, scratch);
+  }
+}
+
+// The DCT of one block with the 1-D passes run eight at a time: pass 1 transforms the
+// eight rows in parallel (lanes are rows), pass 2 the eight columns (lanes are columns).
+// Fdct8 is the same template the GPU runs per row and per column, so each lane computes
+// exactly the integers of the scalar path.
+inline void FdctQuantizeBlock(const uint8_t* src, int stride, const QuantTable& quant,
+                              const uint8_t* zigzag_position, int16_t* levels) {
+  Lanes8 in[8], out[8];
+  alignas(32) int32_t t[8][8];
+  for (int r = 0; r < 8; ++r)
+    for (int j = 0; j < 8; ++j) t[j][r] = static_cast<int32_t>(src[r * stride + j]) - 128;
+  std::memcpy(in, t, sizeof(t));
+  dct::Fdct8<true, Lanes8>(in, out, 1);  // out[u][r]: coefficient u of row r
+  for (int r = 0; r < 8; ++r)
+    for (int u = 0; u < 8; ++u) in[r][u] = out[u][r];
+  dct::Fdct8<false, Lanes8>(in, out, 1);  // out[v][u]: coefficient (v, u), natural order
+  for (int v = 0; v < 8; ++v) {
+    Lanes8 mul, half;
+    std::memcpy(&mul, quant.multiplier + 8 * v, sizeof(mul));
+    std::memcpy(&half, quant.half + 8 * v, sizeof(half));
+    // Quantize(), eight lanes at a time.
+    const Lanes8 sign = out[v] >> 31;
+    Lanes8 n = ((out[v] ^ sign) - sign) + half;
+    n = n < 16383 ? n : 16383;
+    const Lanes8 level = (((n >> 3) * mul) >> kQuantShift ^ sign) - sign;
+    for (int u = 0; u < 8; ++u) levels[zigzag_position[8 * v + u]] = static_cast<int16_t>(level[u]);
+  }
+}
+
+CONVEYOR_HOST_CLONES void DctStage(const EncodePlan p, const EncodeTables& t, int band,
+                                        HostBandScratch* scratch) {
   const int blocks = p.BandMcus(band) * p.blocks_per_mcu;
-  int32_t work[64];
   for (int i = 0; i < blocks; ++i) {
     const BlockOrigin o = BandBlockOrigin(p, i);
     const int w = p.comp[o.comp].plane_w;
     const uint8_t* src = scratch->planes[o.comp].data() + static_cast<size_t>(o.y) * w + o.x;
-    for (int r = 0; r < 8; ++r) FdctRow(src + r * w, work + r * 8);
-    int16_t* levels = scratch->levels.data() + static_cast<size_t>(i) * 64;
-    const QuantEntry* q = t.quant[p.comp[o.comp].quant];
-    for (int col = 0; col < 8; ++col) FdctColumnQuantize(work, col, q, levels);
+    FdctQuantizeBlock(src, w, t.quant[p.comp[o.comp].quant], t.zigzag_position, scratch->levels.data() + static_cast<size_t>(i) * 64);
+  }
+}
+
+// Stages 3 and 4: code each segment into scratch, append it and its RST marker.
+CONVEYOR_HOST_CLONES void HuffmanAndPackStage(const EncodePlan& p, const EncodeTables& t, int band,
+                                              HostBandScratch* scratch, std::vector<uint8_t>* out) {
+  if (scratch->segment.size() < p.segment_capacity) scratch->segment.resize(p.segment_capacity);
+  const int first = p.BandFirstSegment(band);
+  for (int s = first; s < first + p.BandSegments(band); ++s) {
+    // The plan sizes segment_capacity for the worst case, so this never overflows.
+    const uint32_t n = EncodeSegment(p, t, scratch->levels.data(), band, s, scratch->segment.data(),
+                                     p.segment_capacity);
+    out->insert(out->end(), scratch->segment.data(), scratch->segment.data() + n);
+    uint8_t marker[2];
+    out->insert(out->end(), marker, marker + WriteRestartMarker(p, s, marker));
   }
 }
 
 }  // namespace
+
+void ColorBandOnHost(const EncodePlan& plan, const SourcePlanes& source, int band, uint8_t* const planes[3]) {
+  ColorStage(plan, source, band, planes);
+}
 
 SourcePlanes SourcePlanesOf(const FrameView& frame) {
   SourcePlanes s{};
@@ -64,20 +210,11 @@ void EncodeBandOnHost(const EncodePlan& plan, const EncodeTables& tables,
   for (int c = 0; c < 3; ++c) scratch.planes[c].resize(plan.BandPlaneSize(c));
   scratch.levels.resize(plan.BandBlocks() * 64);
 
-  ColorStage(plan, source, band, &scratch);
+  uint8_t* const planes[3] = {scratch.planes[0].data(), scratch.planes[1].data(), scratch.planes[2].data()};
+  ColorStage(plan, source, band, planes);
   DctStage(plan, tables, band, &scratch);
 
-  // Stages 3 and 4: code each segment into scratch, append it and its RST marker.
-  if (scratch.segment.size() < plan.segment_capacity) scratch.segment.resize(plan.segment_capacity);
-  const int first = plan.BandFirstSegment(band);
-  for (int s = first; s < first + plan.BandSegments(band); ++s) {
-    // The plan sizes segment_capacity for the worst case, so this never overflows.
-    const uint32_t n = EncodeSegment(plan, tables, scratch.levels.data(), band, s,
-                                     scratch.segment.data(), plan.segment_capacity);
-    out->insert(out->end(), scratch.segment.data(), scratch.segment.data() + n);
-    uint8_t marker[2];
-    out->insert(out->end(), marker, marker + WriteRestartMarker(plan, s, marker));
-  }
+  HuffmanAndPackStage(plan, tables, band, &scratch, out);
 }
 
 CpuJpegEncoder::CpuJpegEncoder(int threads) : pool_(threads) {}

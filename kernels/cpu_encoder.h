@@ -22,6 +22,10 @@ namespace conveyor {
 void EncodeBandOnHost(const EncodePlan& plan, const EncodeTables& tables,
                       const SourcePlanes& source, int band, std::vector<uint8_t>* out);
 
+// Stage 1 alone, as the CPU runs it (row by row); `planes` hold BandPlaneSize(c) each.
+// Exposed so tests can hold it to the per-sample definition in stage_color.h.
+void ColorBandOnHost(const EncodePlan& plan, const SourcePlanes& source, int band, uint8_t* const planes[3]);
+
 SourcePlanes SourcePlanesOf(const FrameView& frame);
 
 class CpuJpegEncoder {

@@ -87,6 +87,9 @@ StatusOr<EncodePlan> MakeEncodePlan(const FrameView& frame, const EncodeParams& 
   p.band_capacity = static_cast<uint64_t>(band_segments) * (p.segment_capacity + 2);
 
   p.xform = MakeColorXform(frame);
+  p.chroma_direct = p.layout.kind != LayoutKind::kPackedRgb &&
+                    (1 << p.layout.chroma_shift_x) == hs && (1 << p.layout.chroma_shift_y) == vs &&
+                    p.xform.m[1][0] == 0 && p.xform.m[2][0] == 0;
   return p;
 }
 

@@ -54,6 +54,9 @@ struct EncodePlan {
   uint64_t band_capacity;     // worst-case bytes of one band's packed bitstream
 
   ColorXform xform;
+  // The source's chroma grid is the output's and chroma does not depend on luma, so each
+  // chroma sample is one source sample converted: the box average of identical values.
+  bool chroma_direct;
 
   CONVEYOR_HD int TotalMcus() const { return mcus_x * mcus_y; }
   CONVEYOR_HD int BandFirstMcuRow(int band) const { return band * band_mcu_rows; }

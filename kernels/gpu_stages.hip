@@ -16,6 +16,7 @@ constexpr int kHuffmanThreads = 64;  // one thread per segment
 constexpr int kPackThreads = 256;
 
 // Stage 1. z = 0 fills the luma plane, z = 1 both chroma planes.
+template <LayoutKind K>
 __global__ void ColorKernel(EncodePlan p, BandDeviceBuffers b, int band) {
   const int x = blockIdx.x * blockDim.x + threadIdx.x;
   const int y = blockIdx.y * blockDim.y + threadIdx.y;
@@ -23,13 +24,13 @@ __global__ void ColorKernel(EncodePlan p, BandDeviceBuffers b, int band) {
     const int rows = p.BandMcuRows(band) * p.comp[0].rows_per_mcu_row;
     if (x >= p.comp[0].plane_w || y >= rows) return;
     const int y0 = p.BandFirstMcuRow(band) * p.comp[0].rows_per_mcu_row;
-    b.planes[0][static_cast<size_t>(y) * p.comp[0].plane_w + x] = LumaSample(p, b.source, x, y0 + y);
+    b.planes[0][static_cast<size_t>(y) * p.comp[0].plane_w + x] = LumaSample<K>(p, b.source, x, y0 + y);
   } else {
     const int rows = p.BandMcuRows(band) * p.comp[1].rows_per_mcu_row;
     if (x >= p.comp[1].plane_w || y >= rows) return;
     const int y0 = p.BandFirstMcuRow(band) * p.comp[1].rows_per_mcu_row;
     const size_t off = static_cast<size_t>(y) * p.comp[1].plane_w + x;
-    ChromaSample(p, b.source, x, y0 + y, &b.planes[1][off], &b.planes[2][off]);
+    ChromaSample<K>(p, b.source, x, y0 + y, &b.planes[1][off], &b.planes[2][off]);
   }
 }
 
@@ -49,8 +50,8 @@ __global__ void DctKernel(EncodePlan p, BandDeviceBuffers b, int band) {
   }
   __syncthreads();
   if (active) {
-    const QuantEntry* q = b.tables->quant[p.comp[o.comp].quant];
-    FdctColumnQuantize(work[k], r, q, b.levels + static_cast<size_t>(block) * 64);
+    const QuantTable& q = b.tables->quant[p.comp[o.comp].quant];
+    FdctColumnQuantize(work[k], r, q, b.tables->zigzag_position, b.levels + static_cast<size_t>(block) * 64);
   }
 }
 
@@ -100,7 +101,17 @@ Status EnqueueBandStages(const EncodePlan& p, const BandDeviceBuffers& b, int ba
     const dim3 block(kColorTile, kColorTile, 1);
     const dim3 grid((p.comp[0].plane_w + kColorTile - 1) / kColorTile,
                     (rows + kColorTile - 1) / kColorTile, 2);
-    hipLaunchKernelGGL(ColorKernel, grid, block, 0, stream, p, b, band);
+    switch (p.layout.kind) {
+      case LayoutKind::kPlanarYuv:
+        hipLaunchKernelGGL(ColorKernel<LayoutKind::kPlanarYuv>, grid, block, 0, stream, p, b, band);
+        break;
+      case LayoutKind::kSemiPlanarYuv:
+        hipLaunchKernelGGL(ColorKernel<LayoutKind::kSemiPlanarYuv>, grid, block, 0, stream, p, b, band);
+        break;
+      case LayoutKind::kPackedRgb:
+        hipLaunchKernelGGL(ColorKernel<LayoutKind::kPackedRgb>, grid, block, 0, stream, p, b, band);
+        break;
+    }
     GPU_RETURN_IF_ERROR(hipGetLastError(), "launch ColorKernel" + where);
   }
   {

@@ -114,28 +114,16 @@ HuffmanSpec StandardAcSpec(int component_class) {
                               : HuffmanSpec{kAcChromaCounts, kAcChromaSymbols, 162};
 }
 
-QuantEntry MakeQuantEntry(uint32_t divisor) {
-  // floor(n / d) == (n * m) >> (14 + l) for 0 <= n < 2^14, with l = ceil(log2 d) and
-  // m = floor(2^(14 + l) / d) + 1 (Granlund & Montgomery, "Division by invariant
-  // integers using multiplication", 1994).
-  int l = 0;
-  while ((1u << l) < divisor) ++l;
-  const uint32_t shift = 14 + l;
-  QuantEntry e;
-  e.multiplier = static_cast<uint32_t>((uint64_t{1} << shift) / divisor + 1);
-  e.half = static_cast<uint16_t>(divisor / 2);
-  e.shift = static_cast<uint16_t>(shift);
-  return e;
-}
-
 void BuildEncodeTables(int quality, EncodeTables* out) {
   std::memset(out, 0, sizeof(*out));
-  std::memcpy(out->zigzag, kZigzag, 64);
+  for (int k = 0; k < 64; ++k) out->zigzag_position[kZigzag[k]] = static_cast<uint8_t>(k);
   for (int c = 0; c < 2; ++c) {
     uint8_t q[64];
     ScaledQuantTable(c, quality, q);
-    // The DCT leaves its output scaled by 8, so the divisor is 8x the table value.
-    for (int i = 0; i < 64; ++i) out->quant[c][i] = MakeQuantEntry(8u * q[i]);
+    for (int i = 0; i < 64; ++i) {
+      out->quant[c].multiplier[i] = (1 << kQuantShift) / q[i] + 1;
+      out->quant[c].half[i] = 4 * q[i];
+    }
     ExpandHuffman(StandardDcSpec(c), &out->dc[c]);
     ExpandHuffman(StandardAcSpec(c), &out->ac[c]);
   }

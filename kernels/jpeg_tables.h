@@ -13,13 +13,17 @@ namespace conveyor {
 // kZigzag[k] is the natural (row-major) index of the k-th coefficient in zigzag order.
 extern const uint8_t kZigzag[64];
 
-// Division of a non-negative DCT magnitude by the quantiser, rounded half up, done as a
-// multiply and shift so that it is cheap on both sides and exact for n < 2^14
-// (checked exhaustively by a unit test).
-struct QuantEntry {
-  uint32_t multiplier;
-  uint16_t half;   // divisor / 2, added before the multiply for rounding
-  uint16_t shift;
+// Quantisation: level = round-half-up(|c| / (8 q)) with the sign of c, where q is the
+// table value (the DCT output carries a factor 8). Computed as
+//   n = (|c| + 4q) >> 3;  level = (n * multiplier) >> kQuantShift
+// which equals floor((|c| + 4q) / 8q) exactly for |c| + 4q < 2^14: floor(floor(x/8)/q)
+// is floor(x/8q), and for n < 2^11 and q <= 255 the multiply-shift is exact (Granlund &
+// Montgomery 1994). One shift for every entry lets the CPU quantise eight lanes at once.
+// The unit test checks every (q, c) pair.
+constexpr int kQuantShift = 19;
+struct QuantTable {
+  int32_t multiplier[64];  // floor(2^19 / q) + 1, natural order
+  int32_t half[64];        // 4 q
 };
 
 struct HuffTable {
@@ -28,8 +32,8 @@ struct HuffTable {
 };
 
 struct EncodeTables {
-  uint8_t zigzag[64];       // copy of kZigzag that lives wherever the tables live
-  QuantEntry quant[2][64];  // [luma/chroma][natural index], divisor = 8 * table value
+  uint8_t zigzag_position[64];  // natural index -> position in zigzag order
+  QuantTable quant[2];      // [luma/chroma]
   HuffTable dc[2];
   HuffTable ac[2];
 };
@@ -48,14 +52,14 @@ HuffmanSpec StandardDcSpec(int component_class);
 HuffmanSpec StandardAcSpec(int component_class);
 
 void BuildEncodeTables(int quality, EncodeTables* out);
-QuantEntry MakeQuantEntry(uint32_t divisor);
 
-CONVEYOR_HD inline int32_t Quantize(int32_t coefficient, const QuantEntry& q) {
-  uint32_t magnitude = static_cast<uint32_t>(coefficient < 0 ? -coefficient : coefficient);
-  uint32_t n = magnitude + q.half;
-  if (n > 16383u) n = 16383u;  // never reached by an 8-bit DCT; keeps the multiply in 32 bits
-  const int32_t level = static_cast<int32_t>((n * q.multiplier) >> q.shift);
-  return coefficient < 0 ? -level : level;
+CONVEYOR_HD inline int32_t Quantize(int32_t coefficient, int32_t multiplier, int32_t half) {
+  // Branch-free: signs of DCT outputs are data-dependent and unpredictable.
+  const int32_t sign = coefficient >> 31;  // 0 or -1
+  int32_t n = ((coefficient ^ sign) - sign) + half;
+  n = n < 16383 ? n : 16383;  // never reached by an 8-bit DCT; keeps the product in 31 bits
+  const int32_t level = ((n >> 3) * multiplier) >> kQuantShift;
+  return (level ^ sign) - sign;
 }
 
 }  // namespace conveyor

@@ -31,19 +31,24 @@ constexpr int32_t k2_053119869 = Fix(2.053119869);
 constexpr int32_t k2_562915447 = Fix(2.562915447);
 constexpr int32_t k3_072711026 = Fix(3.072711026);
 
-CONVEYOR_HD inline int32_t Descale(int32_t x, int n) { return (x + (1 << (n - 1))) >> n; }
+template <typename T>
+CONVEYOR_HD inline T Descale(T x, int n) {
+  return (x + (1 << (n - 1))) >> n;
+}
 
 // One 8-point pass. In pass 1 the inputs are centred samples and the outputs keep
-// kPass1Bits of extra precision; pass 2 removes them.
-template <bool kFirstPass>
-CONVEYOR_HD inline void Fdct8(const int32_t in[8], int32_t* out, int out_stride) {
-  const int32_t tmp0 = in[0] + in[7], tmp7 = in[0] - in[7];
-  const int32_t tmp1 = in[1] + in[6], tmp6 = in[1] - in[6];
-  const int32_t tmp2 = in[2] + in[5], tmp5 = in[2] - in[5];
-  const int32_t tmp3 = in[3] + in[4], tmp4 = in[3] - in[4];
+// kPass1Bits of extra precision; pass 2 removes them. T is int32_t, or on the CPU a
+// vector of int32_t that runs eight independent 1-D transforms lane by lane with the
+// same integers.
+template <bool kFirstPass, typename T>
+CONVEYOR_HD inline void Fdct8(const T in[8], T* out, int out_stride) {
+  const T tmp0 = in[0] + in[7], tmp7 = in[0] - in[7];
+  const T tmp1 = in[1] + in[6], tmp6 = in[1] - in[6];
+  const T tmp2 = in[2] + in[5], tmp5 = in[2] - in[5];
+  const T tmp3 = in[3] + in[4], tmp4 = in[3] - in[4];
 
-  const int32_t tmp10 = tmp0 + tmp3, tmp13 = tmp0 - tmp3;
-  const int32_t tmp11 = tmp1 + tmp2, tmp12 = tmp1 - tmp2;
+  const T tmp10 = tmp0 + tmp3, tmp13 = tmp0 - tmp3;
+  const T tmp11 = tmp1 + tmp2, tmp12 = tmp1 - tmp2;
   const int mul_shift = kFirstPass ? kConstBits - kPass1Bits : kConstBits + kPass1Bits;
 
   if (kFirstPass) {
@@ -53,20 +58,20 @@ CONVEYOR_HD inline void Fdct8(const int32_t in[8], int32_t* out, int out_stride)
     out[0 * out_stride] = Descale(tmp10 + tmp11, kPass1Bits);
     out[4 * out_stride] = Descale(tmp10 - tmp11, kPass1Bits);
   }
-  const int32_t z1 = (tmp12 + tmp13) * k0_541196100;
+  const T z1 = (tmp12 + tmp13) * k0_541196100;
   out[2 * out_stride] = Descale(z1 + tmp13 * k0_765366865, mul_shift);
   out[6 * out_stride] = Descale(z1 - tmp12 * k1_847759065, mul_shift);
 
   // Odd part: the rotation network of the LLM paper.
-  const int32_t z5 = (tmp4 + tmp6 + tmp5 + tmp7) * k1_175875602;
-  const int32_t o4 = tmp4 * k0_298631336;
-  const int32_t o5 = tmp5 * k2_053119869;
-  const int32_t o6 = tmp6 * k3_072711026;
-  const int32_t o7 = tmp7 * k1_501321110;
-  const int32_t a1 = -(tmp4 + tmp7) * k0_899976223;
-  const int32_t a2 = -(tmp5 + tmp6) * k2_562915447;
-  const int32_t a3 = -(tmp4 + tmp6) * k1_961570560 + z5;
-  const int32_t a4 = -(tmp5 + tmp7) * k0_390180644 + z5;
+  const T z5 = (tmp4 + tmp6 + tmp5 + tmp7) * k1_175875602;
+  const T o4 = tmp4 * k0_298631336;
+  const T o5 = tmp5 * k2_053119869;
+  const T o6 = tmp6 * k3_072711026;
+  const T o7 = tmp7 * k1_501321110;
+  const T a1 = (tmp4 + tmp7) * -k0_899976223;
+  const T a2 = (tmp5 + tmp6) * -k2_562915447;
+  const T a3 = (tmp4 + tmp6) * -k1_961570560 + z5;
+  const T a4 = (tmp5 + tmp7) * -k0_390180644 + z5;
   out[7 * out_stride] = Descale(o4 + a1 + a3, mul_shift);
   out[5 * out_stride] = Descale(o5 + a2 + a4, mul_shift);
   out[3 * out_stride] = Descale(o6 + a2 + a3, mul_shift);
@@ -79,19 +84,20 @@ CONVEYOR_HD inline void Fdct8(const int32_t in[8], int32_t* out, int out_stride)
 CONVEYOR_HD inline void FdctRow(const uint8_t* samples, int32_t* work_row) {
   int32_t in[8];
   for (int i = 0; i < 8; ++i) in[i] = static_cast<int32_t>(samples[i]) - 128;
-  dct::Fdct8<true>(in, work_row, 1);
+  dct::Fdct8<true, int32_t>(in, work_row, 1);
 }
 
 // Pass 2 over column `col` of the work block, then quantisation; writes the column's
-// eight levels into `levels` (natural order, 64 entries).
-CONVEYOR_HD inline void FdctColumnQuantize(const int32_t* work, int col, const QuantEntry* quant,
-                                           int16_t* levels_natural) {
+// eight levels into `levels` in zigzag order, the order the Huffman stage reads.
+CONVEYOR_HD inline void FdctColumnQuantize(const int32_t* work, int col, const QuantTable& quant,
+                                           const uint8_t* zigzag_position, int16_t* levels) {
   int32_t in[8], out[8];
   for (int i = 0; i < 8; ++i) in[i] = work[i * 8 + col];
-  dct::Fdct8<false>(in, out, 1);
+  dct::Fdct8<false, int32_t>(in, out, 1);
   for (int i = 0; i < 8; ++i) {
     const int idx = i * 8 + col;
-    levels_natural[idx] = static_cast<int16_t>(Quantize(out[i], quant[idx]));
+    levels[zigzag_position[idx]] =
+        static_cast<int16_t>(Quantize(out[i], quant.multiplier[idx], quant.half[idx]));
   }
 }
 

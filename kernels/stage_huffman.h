@@ -63,18 +63,17 @@ CONVEYOR_HD inline void PutValue(BitWriter& w, const HuffTable& t, int symbol_hi
   PutBits(w, (static_cast<uint32_t>(t.code[symbol]) << n) | extra, t.size[symbol] + n);
 }
 
-// Codes one block of quantised levels (natural order) given the previous DC level of
+// Codes one block of quantised levels (zigzag order) given the previous DC level of
 // its component.
 CONVEYOR_HD inline void EncodeBlock(BitWriter& w, const int16_t* levels, int32_t* last_dc,
-                                    const HuffTable& dc, const HuffTable& ac,
-                                    const uint8_t* zigzag) {
+                                    const HuffTable& dc, const HuffTable& ac) {
   const int32_t diff = levels[0] - *last_dc;
   *last_dc = levels[0];
   PutValue(w, dc, 0, diff);
 
   uint64_t nonzero = 0;
   for (int k = 1; k < 64; ++k) {
-    if (levels[zigzag[k]] != 0) nonzero |= uint64_t{1} << k;
+    nonzero |= static_cast<uint64_t>(levels[k] != 0) << k;  // branch-free
   }
   int last = 0;
   while (nonzero != 0) {
@@ -85,7 +84,7 @@ CONVEYOR_HD inline void EncodeBlock(BitWriter& w, const int16_t* levels, int32_t
       PutBits(w, ac.code[0xF0], ac.size[0xF0]);  // ZRL: sixteen zeros
       run -= 16;
     }
-    PutValue(w, ac, run << 4, levels[zigzag[k]]);
+    PutValue(w, ac, run << 4, levels[k]);
     last = k;
   }
   if (last != 63) PutBits(w, ac.code[0x00], ac.size[0x00]);  // EOB
@@ -111,7 +110,7 @@ CONVEYOR_HD inline uint32_t EncodeSegment(const EncodePlan& p, const EncodeTable
     for (int j = 0; j < p.blocks_per_mcu; ++j) {
       const int c = p.block_comp[j];
       const int cls = p.comp[c].quant;
-      EncodeBlock(w, mcu_levels + j * 64, &last_dc[c], t.dc[cls], t.ac[cls], t.zigzag);
+      EncodeBlock(w, mcu_levels + j * 64, &last_dc[c], t.dc[cls], t.ac[cls]);
     }
   }
   FlushWithPadding(w);

@@ -62,17 +62,26 @@ TEST(JpegTables, HuffmanCodesArePrefixFreeAndComplete) {
 }
 
 TEST(JpegTables, QuantizerMatchesRoundedDivisionExhaustively) {
-  for (uint32_t q = 1; q <= 255; ++q) {
-    const uint32_t d = 8 * q;
-    const QuantEntry e = MakeQuantEntry(d);
-    for (int32_t c = -(16383 - static_cast<int32_t>(d / 2)); c <= 16383 - static_cast<int32_t>(d / 2); ++c) {
+  EncodeTables t;
+  BuildEncodeTables(50, &t);
+  for (int32_t q = 1; q <= 255; ++q) {
+    const int32_t d = 8 * q;
+    const int32_t multiplier = (1 << kQuantShift) / q + 1;
+    for (int32_t c = -(16383 - d / 2); c <= 16383 - d / 2; ++c) {
       const int32_t a = c < 0 ? -c : c;
-      const int32_t want = (a + static_cast<int32_t>(d / 2)) / static_cast<int32_t>(d);
-      const int32_t got = Quantize(c, e);
+      const int32_t want = (a + d / 2) / d;
+      const int32_t got = Quantize(c, multiplier, 4 * q);
       if (got != (c < 0 ? -want : want)) {
-        FAIL() << "d=" << d << " c=" << c << " got " << got << " want " << want;
+        FAIL() << "q=" << q << " c=" << c << " got " << got << " want " << want;
       }
     }
+  }
+  // The tables carry exactly these entries.
+  uint8_t table[64];
+  ScaledQuantTable(1, 50, table);
+  for (int i = 0; i < 64; ++i) {
+    EXPECT_EQ(t.quant[1].multiplier[i], (1 << kQuantShift) / table[i] + 1);
+    EXPECT_EQ(t.quant[1].half[i], 4 * table[i]);
   }
 }
 

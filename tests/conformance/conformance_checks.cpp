@@ -123,6 +123,8 @@ int LumaSamplingOf(Subsampling s) {
     // libjpeg-turbo pads the luma plane to whole chroma samples (18x10 for a 17x9 4:2:0
     // picture); FFmpeg does not. Compare the picture's own samples.
     std::vector<uint8_t> a, b;
+    out->turbo_yuv.width = width;
+    out->turbo_yuv.height = height;
     for (int c = 0; c < 3; ++c) {
       const int fw = out->ffmpeg.yuv.plane_w[c], fh = out->ffmpeg.yuv.plane_h[c];
       const int tw = yuv->plane_w[c], th = yuv->plane_h[c];
@@ -133,12 +135,11 @@ int LumaSamplingOf(Subsampling s) {
                << geometry << ": plane " << c << " is " << tw << "x" << th
                << " for libjpeg-turbo but " << fw << "x" << fh << " for FFmpeg";
       }
-      for (int y = 0; y < fh; ++y) {
-        const auto* tr = yuv->plane[c].data() + static_cast<size_t>(y) * tw;
-        const auto* fr = out->ffmpeg.yuv.plane[c].data() + static_cast<size_t>(y) * fw;
-        a.insert(a.end(), tr, tr + fw);
-        b.insert(b.end(), fr, fr + fw);
-      }
+      out->turbo_yuv.plane[c] = CropPlane(*yuv, c, fw, fh);
+      out->turbo_yuv.plane_w[c] = fw;
+      out->turbo_yuv.plane_h[c] = fh;
+      a.insert(a.end(), out->turbo_yuv.plane[c].begin(), out->turbo_yuv.plane[c].end());
+      b.insert(b.end(), out->ffmpeg.yuv.plane[c].begin(), out->ffmpeg.yuv.plane[c].end());
     }
     out->plane_max_diff = MaxAbsDiff(a, b);
     out->plane_psnr = Psnr(a, b);

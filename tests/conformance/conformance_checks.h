@@ -23,7 +23,8 @@ conveyor::StatusOr<std::vector<uint8_t>> EncodePacked(
 
 struct BothDecodes {
   Planes turbo_rgb;     // libjpeg-turbo, RGB
-  FfmpegDecoded ffmpeg; // libavcodec planes + rgb24 via swscale
+  FfmpegDecoded ffmpeg; // libavcodec's YCbCr planes
+  Planes turbo_yuv;     // libjpeg-turbo's YCbCr planes cropped to the picture (compare_planes)
   StreamLayout layout;
   // Largest per-sample difference between the two decoders' YCbCr planes (same
   // coefficients, different IDCTs), or -1 when not compared.

@@ -31,7 +31,6 @@ extern "C" {
 #include <libavutil/imgutils.h>
 #include <libavutil/log.h>
 #include <libavutil/pixdesc.h>
-#include <libswscale/swscale.h>
 }
 
 extern char** environ;
@@ -70,13 +69,9 @@ struct PacketDeleter {
 struct FrameDeleter {
   void operator()(AVFrame* f) const { av_frame_free(&f); }
 };
-struct SwsDeleter {
-  void operator()(SwsContext* s) const { sws_freeContext(s); }
-};
 using CodecContextPtr = std::unique_ptr<AVCodecContext, CodecContextDeleter>;
 using PacketPtr = std::unique_ptr<AVPacket, PacketDeleter>;
 using FramePtr = std::unique_ptr<AVFrame, FrameDeleter>;
-using SwsPtr = std::unique_ptr<SwsContext, SwsDeleter>;
 
 struct CompressDeleter {
   void operator()(jpeg_compress_struct* c) const {
@@ -371,17 +366,6 @@ class AvLogCapture {
   std::vector<std::string> lines_;
 };
 
-AVPixelFormat UnJ(AVPixelFormat f) {
-  switch (f) {
-    case AV_PIX_FMT_YUVJ420P: return AV_PIX_FMT_YUV420P;
-    case AV_PIX_FMT_YUVJ422P: return AV_PIX_FMT_YUV422P;
-    case AV_PIX_FMT_YUVJ444P: return AV_PIX_FMT_YUV444P;
-    case AV_PIX_FMT_YUVJ440P: return AV_PIX_FMT_YUV440P;
-    case AV_PIX_FMT_YUVJ411P: return AV_PIX_FMT_YUV411P;
-    default: return f;
-  }
-}
-
 }  // namespace
 
 StatusOr<FfmpegDecoded> FfmpegDecode(const std::vector<uint8_t>& jpeg) {
@@ -450,25 +434,6 @@ StatusOr<FfmpegDecoded> FfmpegDecode(const std::vector<uint8_t>& jpeg) {
     }
   }
 
-  // The same picture as rgb24 (JPEG is full-range BT.601), so PSNR against the source
-  // can be computed for FFmpeg's decode too.
-  const AVPixelFormat src_fmt = UnJ(static_cast<AVPixelFormat>(frame->format));
-  SwsPtr sws(sws_getContext(w, h, src_fmt, w, h, AV_PIX_FMT_RGB24,
-                            SWS_BILINEAR | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT, nullptr, nullptr,
-                            nullptr));
-  if (!sws) return Internal("sws_getContext failed");
-  const int* coeffs = sws_getCoefficients(SWS_CS_ITU601);
-  sws_setColorspaceDetails(sws.get(), coeffs, 1, coeffs, 1, 0, 1 << 16, 1 << 16);
-  out.rgb.width = w;
-  out.rgb.height = h;
-  out.rgb.plane_w[0] = w * 3;
-  out.rgb.plane_h[0] = h;
-  out.rgb.plane[0].resize(static_cast<size_t>(w) * h * 3);
-  uint8_t* dst[4] = {out.rgb.plane[0].data(), nullptr, nullptr, nullptr};
-  int dst_stride[4] = {w * 3, 0, 0, 0};
-  if (sws_scale(sws.get(), frame->data, frame->linesize, 0, h, dst, dst_stride) != h) {
-    return Internal("sws_scale failed");
-  }
   return out;
 }
 
@@ -588,6 +553,26 @@ int MaxAbsDiff(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
   int m = 0;
   for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(int(a[i]) - int(b[i])));
   return m;
+}
+
+std::vector<uint8_t> CropPlane(const Planes& p, int c, int w, int h) {
+  std::vector<uint8_t> out;
+  if (w > p.plane_w[c] || h > p.plane_h[c]) return out;
+  out.reserve(static_cast<size_t>(w) * h);
+  for (int y = 0; y < h; ++y) {
+    const uint8_t* row = p.plane[c].data() + static_cast<size_t>(y) * p.plane_w[c];
+    out.insert(out.end(), row, row + w);
+  }
+  return out;
+}
+
+std::vector<uint8_t> JfifLuma(const std::vector<uint8_t>& rgb) {
+  std::vector<uint8_t> y(rgb.size() / 3);
+  for (size_t i = 0; i < y.size(); ++i) {
+    const double v = 0.299 * rgb[3 * i] + 0.587 * rgb[3 * i + 1] + 0.114 * rgb[3 * i + 2];
+    y[i] = static_cast<uint8_t>(std::lround(std::min(255.0, v)));
+  }
+  return y;
 }
 
 int TurboSubsampOf(Subsampling s) {

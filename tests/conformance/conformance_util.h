@@ -79,7 +79,6 @@ struct FfmpegDecoded {
   Planes yuv;          // the decoder's output planes, packed
   int pix_fmt = -1;    // AVPixelFormat of the decoder's output
   std::string pix_fmt_name;
-  Planes rgb;          // the same picture converted to rgb24 by libswscale (full range BT.601)
 };
 
 // FFmpeg's libavcodec mjpeg decoder through send_packet/receive_frame, with
@@ -108,6 +107,12 @@ inline double Psnr(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b)
   return a.size() == b.size() ? Psnr(a.data(), b.data(), a.size()) : -1.0;
 }
 int MaxAbsDiff(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b);
+
+// The top-left w x h samples of plane c (decoders may pad planes to whole MCUs).
+std::vector<uint8_t> CropPlane(const Planes& p, int c, int w, int h);
+
+// JFIF luma (T.871: 0.299 R + 0.587 G + 0.114 B, rounded) of packed rgb24.
+std::vector<uint8_t> JfifLuma(const std::vector<uint8_t>& rgb);
 
 // The TJSAMP_* value a conformant decoder must report for our subsampling.
 int TurboSubsampOf(conveyor::Subsampling s);

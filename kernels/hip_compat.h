@@ -46,6 +46,7 @@ using hipDeviceProp_t = cudaDeviceProp;
 #define hipEventRecord cudaEventRecord
 #define hipEventSynchronize cudaEventSynchronize
 #define hipEventDestroy cudaEventDestroy
+#define hipEventElapsedTime cudaEventElapsedTime
 #define hipLaunchKernelGGL(kernel, grid, block, shared, stream, ...) \
   kernel<<<(grid), (block), (shared), (stream)>>>(__VA_ARGS__)
 

@@ -1,0 +1,120 @@
+// The CPU worker: the encoder's host path behind the same interface as the GPU worker.
+// Frames are copied into a bounded ring of host slots (backpressure) and encoded one
+// at a time, each frame's bands spread over the thread pool.
+#include <atomic>
+#include <cstring>
+#include <thread>
+
+#include "cpu_encoder.h"
+#include "frame_queue.h"
+#include "slot_pool.h"
+#include "worker.h"
+
+namespace conveyor {
+namespace {
+
+class CpuWorker : public Worker {
+ public:
+  explicit CpuWorker(const WorkerOptions& options)
+      : options_(options), encoder_(options.cpu_threads), pool_(options.slots), slots_(options.slots) {
+    thread_ = std::thread([this] { Run(); });
+  }
+
+  ~CpuWorker() override {
+    queue_.Close();
+    thread_.join();
+  }
+
+  std::string Describe() const override {
+    return "cpu (" + std::to_string(encoder_.threads()) + " threads)";
+  }
+
+  Status Submit(FrameRequest request) override {
+    RETURN_IF_ERROR(ValidateRequest(request, options_));
+    const SteadyTime submitted = std::chrono::steady_clock::now();
+    const int slot = pool_.Acquire();
+    Slot& s = slots_[slot];
+    const FrameView& f = request.frame;
+    s.bytes.resize(PackedFrameSize(f.format, f.width, f.height));
+    const PlaneGeometry g = PackedPlaneGeometry(f.format, f.width, f.height);
+    for (int p = 0; p < LayoutOf(f.format).num_planes; ++p)
+      for (int y = 0; y < g.rows[p]; ++y)
+        std::memcpy(s.bytes.data() + g.offset[p] + static_cast<size_t>(y) * g.row_bytes[p],
+                    f.plane[p] + static_cast<size_t>(y) * f.stride[p], g.row_bytes[p]);
+    s.view = MakePackedFrameView(s.bytes.data(), s.bytes.size(), f.width, f.height, f.format, f.matrix,
+                                 f.range).value();
+    s.request = std::move(request);
+    s.submitted = submitted;
+    in_flight_.fetch_add(1);
+    queue_.Push(slot);
+    return OkStatus();
+  }
+
+  void Flush() override { pool_.WaitAllFree(); }
+
+  WorkerStats Stats() const override {
+    WorkerStats st;
+    st.frames_done = done_.load();
+    st.frames_failed = failed_.load();
+    st.in_flight = in_flight_.load();
+    return st;
+  }
+
+ private:
+  struct Slot {
+    std::vector<uint8_t> bytes;
+    FrameView view;
+    FrameRequest request;
+    SteadyTime submitted;
+  };
+
+  void Run() {
+    while (auto slot = queue_.Pop()) {
+      Slot& s = slots_[*slot];
+      FrameResult result;
+      result.id = s.request.id;
+      result.times.submitted = s.submitted;
+      result.times.started = std::chrono::steady_clock::now();
+      Status status =
+          options_.test_fault ? options_.test_fault("cpu encode").WithContext("cpu encode") : OkStatus();
+      for (size_t r = 0; status.ok() && r < s.request.renditions.size(); ++r) {
+        auto jpeg = encoder_.Encode(s.view, s.request.renditions[r].params);
+        if (!jpeg.ok()) {
+          status = jpeg.status().WithContext("rendition " + std::to_string(r));
+          break;
+        }
+        if (r == 0) result.times.first_byte = std::chrono::steady_clock::now();
+        result.jpeg.push_back(std::move(jpeg).value());
+      }
+      if (!status.ok()) {
+        result.jpeg.clear();
+        result.status = status.WithContext("cpu worker, slot " + std::to_string(*slot));
+      }
+      result.times.done = std::chrono::steady_clock::now();
+      // The encoder read the input synchronously, so the slot is free from here on.
+      if (options_.test_on_input_free) options_.test_on_input_free(*slot, s.bytes.data(), s.bytes.size());
+      auto on_done = std::move(s.request.on_done);
+      (status.ok() ? done_ : failed_).fetch_add(1);
+      on_done(std::move(result));
+      in_flight_.fetch_sub(1);
+      pool_.Release(*slot);  // after delivery, so Flush() means "all delivered"
+    }
+  }
+
+  const WorkerOptions options_;
+  CpuJpegEncoder encoder_;
+  SlotPool pool_;
+  std::vector<Slot> slots_;
+  FrameQueue<int> queue_;
+  std::atomic<uint64_t> done_{0}, failed_{0};
+  std::atomic<int> in_flight_{0};
+  std::thread thread_;
+};
+
+}  // namespace
+
+std::unique_ptr<Worker> MakeCpuWorker(const WorkerOptions& options) {
+  return std::make_unique<CpuWorker>(options);
+}
+
+}  // namespace conveyor

@@ -1,0 +1,459 @@
+// The GPU worker: one per device. Frames go through a ring of slots, each holding its
+// pinned input, its device input and output and its events, on three dedicated
+// non-blocking streams:
+//   upload:   H2D of the slot's input                        -> ev_uploaded
+//   encode:   waits ev_uploaded; the four stages band by band -> ev_band[k] after band k
+//   readback: waits ev_band[k]; D2H of band k alone
+// Two threads drive it. The issue thread queues a frame's copies and kernels and moves
+// on. The delivery thread waits on one event at a time, reads band k's size from
+// mapped memory, queues band k's readback and hands the bytes on. Nothing calls
+// device-wide synchronisation; a slot goes back to the pool only after its last copy's
+// completion was observed (DESIGN.md rules 1-6).
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "encode_plan.h"
+#include "frame_queue.h"
+#include "gpu_encoder.h"
+#include "gpu_runtime.h"
+#include "gpu_stages.h"
+#include "jfif_writer.h"
+#include "slot_pool.h"
+#include "worker.h"
+
+namespace conveyor {
+namespace {
+
+constexpr int kMaxBandsPerFrame = 4096;  // mapped counters per slot, summed over renditions
+
+class GpuWorker : public Worker {
+ public:
+  GpuWorker(int device, const WorkerOptions& options, const std::string& name)
+      : device_(device), options_(options), name_(name), pool_(options.slots), slots_(options.slots) {}
+
+  ~GpuWorker() override {
+    issue_queue_.Close();
+    if (issue_thread_.joinable()) issue_thread_.join();
+    delivery_queue_.Close();
+    if (delivery_thread_.joinable()) delivery_thread_.join();
+    (void)hipSetDevice(device_);
+    for (Stream* s : {&upload_, &encode_, &readback_}) {
+      if (s->get() != nullptr) (void)hipStreamSynchronize(s->get());
+    }
+  }
+
+  Status Init() {
+    GPU_RETURN_IF_ERROR(hipSetDevice(device_), "hipSetDevice(" + std::to_string(device_) + ")");
+    RETURN_IF_ERROR(CreateStreams());
+    RETURN_IF_ERROR(CreateEvents());
+    if (options_.stage_timing) {
+      ASSIGN_OR_RETURN(reference_, Event::Create(true, "reference"));
+      GPU_RETURN_IF_ERROR(hipEventRecord(reference_.get(), upload_.get()), "hipEventRecord(reference)");
+    }
+    // Pinned input is fixed at start: enough for the largest frame the limits allow.
+    const size_t max_input = PackedFrameSize(PixelFormat::kRgba, options_.max_width, options_.max_height);
+    for (int i = 0; i < options_.slots; ++i) {
+      Slot& s = slots_[i];
+      s.index = i;
+      ASSIGN_OR_RETURN(s.input, PinnedBuffer::Allocate(max_input, false, "slot " + std::to_string(i) + " input"));
+      ASSIGN_OR_RETURN(s.band_bytes, PinnedBuffer::Allocate(kMaxBandsPerFrame * sizeof(uint32_t), true,
+                                                            "slot " + std::to_string(i) + " band_bytes"));
+      ASSIGN_OR_RETURN(s.source, DeviceBuffer::Allocate(max_input, "slot " + std::to_string(i) + " source"));
+      pinned_bytes_ += s.input.size() + s.band_bytes.size();
+    }
+    // Size the rest for the largest frame too (4:4:4, automatic restart interval), so a
+    // steady stream never allocates; a frame that needs more grows them once.
+    std::vector<uint8_t> probe_frame;
+    const FrameView largest = LargestFrameShape(&probe_frame);
+    EncodeParams worst;
+    worst.subsampling = Subsampling::k444;
+    ASSIGN_OR_RETURN(EncodePlan p, MakeEncodePlan(largest, worst));
+    for (Slot& s : slots_) {
+      ASSIGN_OR_RETURN(s.output, PinnedBuffer::Allocate(p.band_capacity, false, "slot output"));
+      ASSIGN_OR_RETURN(s.out, DeviceBuffer::Allocate(p.band_capacity * p.num_bands, "slot out"));
+      pinned_bytes_ += s.output.size();
+      device_bytes_ += s.source.size() + s.out.size();
+    }
+    RETURN_IF_ERROR(ReserveScratch(p));
+    issue_thread_ = std::thread([this] { IssueLoop(); });
+    delivery_thread_ = std::thread([this] { DeliveryLoop(); });
+    return OkStatus();
+  }
+
+  std::string Describe() const override { return "gpu " + std::to_string(device_) + ": " + name_; }
+
+  Status Submit(FrameRequest request) override {
+    RETURN_IF_ERROR(ValidateRequest(request, options_));
+    if (dead_.load()) return Unavailable(Describe() + " is out of service: " + dead_reason_);
+    const SteadyTime submitted = std::chrono::steady_clock::now();
+    const int index = pool_.Acquire();
+    Slot& s = slots_[index];
+    s.status = OkStatus();
+    s.request = std::move(request);
+    s.submitted = submitted;
+    const FrameView& f = s.request.frame;
+    s.frame_bytes = PackedFrameSize(f.format, f.width, f.height);
+    s.geometry = PackedPlaneGeometry(f.format, f.width, f.height);
+    // Host copy into the slot's pinned input. The slot is free, so its last upload has
+    // completed (the delivery thread observed ev_uploaded before releasing it).
+    uint8_t* dst = s.input.get<uint8_t>();
+    for (int p = 0; p < LayoutOf(f.format).num_planes; ++p)
+      for (int y = 0; y < s.geometry.rows[p]; ++y)
+        std::memcpy(dst + s.geometry.offset[p] + static_cast<size_t>(y) * s.geometry.row_bytes[p],
+                    f.plane[p] + static_cast<size_t>(y) * f.stride[p], s.geometry.row_bytes[p]);
+    s.request.frame.plane[0] = s.request.frame.plane[1] = s.request.frame.plane[2] = nullptr;  // caller's, gone
+    in_flight_.fetch_add(1);
+    issue_queue_.Push(index);
+    return OkStatus();
+  }
+
+  void Flush() override { pool_.WaitAllFree(); }
+
+  WorkerStats Stats() const override {
+    WorkerStats st;
+    st.frames_done = done_.load();
+    st.frames_failed = failed_.load();
+    st.restarts = restarts_.load();
+    st.pinned_bytes = pinned_bytes_;
+    st.device_bytes = device_bytes_.load();
+    st.in_flight = in_flight_.load();
+    return st;
+  }
+
+ private:
+  struct Slot {
+    int index = 0;
+    PinnedBuffer input;       // the packed frame, source of the H2D copy
+    PinnedBuffer band_bytes;  // mapped: each band's byte count, written by PackKernel
+    PinnedBuffer output;      // one band at a time, destination of the D2H copy
+    DeviceBuffer source;      // the uploaded frame
+    DeviceBuffer out;         // every band of every rendition, at fixed offsets
+    Event uploaded;
+    std::vector<Event> band_done;        // flattened over renditions
+    std::vector<Event> band_copy_start;  // stage timing only: around band k's D2H
+    std::vector<Event> band_copy_end;
+    Event upload_start, encode_start;  // stage timing only
+
+    FrameRequest request;
+    SteadyTime submitted, started;
+    size_t frame_bytes = 0;
+    PlaneGeometry geometry;
+    std::vector<EncodePlan> plans;
+    std::vector<size_t> out_offset;  // per rendition, into `out`
+    Status status;
+  };
+
+  Status Check(const std::string& what, int slot, hipError_t err) {
+    return GpuStatus(err, what + " (slot " + std::to_string(slot) + ")");
+  }
+  Status Injected(const std::string& what, int slot) {
+    if (!options_.test_fault) return OkStatus();
+    return options_.test_fault(what).WithContext(what + " (slot " + std::to_string(slot) + ")");
+  }
+
+  Status CreateStreams() {
+    ASSIGN_OR_RETURN(upload_, Stream::Create(0, "upload"));
+    ASSIGN_OR_RETURN(encode_, Stream::Create(HighestStreamPriority(), "encode"));
+    ASSIGN_OR_RETURN(readback_, Stream::Create(0, "readback"));
+    return OkStatus();
+  }
+
+  Status CreateEvents() {
+    const bool timing = options_.stage_timing;
+    for (Slot& s : slots_) {
+      ASSIGN_OR_RETURN(s.uploaded, Event::Create(timing, "uploaded"));
+      if (timing) {
+        ASSIGN_OR_RETURN(s.upload_start, Event::Create(true, "upload_start"));
+        ASSIGN_OR_RETURN(s.encode_start, Event::Create(true, "encode_start"));
+      }
+    }
+    return OkStatus();
+  }
+
+  // Device tables for one quality, uploaded once on the upload stream.
+  StatusOr<const EncodeTables*> TablesFor(int quality, int slot) {
+    auto it = tables_.find(quality);
+    if (it != tables_.end()) return it->second.device.get<const EncodeTables>();
+    TablesEntry e;
+    ASSIGN_OR_RETURN(e.host, PinnedBuffer::Allocate(sizeof(EncodeTables), false, "tables"));
+    ASSIGN_OR_RETURN(e.device, DeviceBuffer::Allocate(sizeof(EncodeTables), "tables"));
+    BuildEncodeTables(quality, e.host.get<EncodeTables>());
+    RETURN_IF_ERROR(Injected("hipMemcpyAsync(tables)", slot));
+    RETURN_IF_ERROR(Check("hipMemcpyAsync(tables)", slot,
+                          hipMemcpyAsync(e.device.get(), e.host.get(), sizeof(EncodeTables),
+                                         hipMemcpyHostToDevice, upload_.get())));
+    pinned_bytes_ += e.host.size();
+    auto& entry = tables_[quality] = std::move(e);
+    return entry.device.get<const EncodeTables>();
+  }
+
+  // Grows a buffer used by the encode stream; waits for that stream first because work
+  // queued on it may still read the old one. Only happens when a frame needs more than
+  // any before it.
+  Status GrowScratch(DeviceBuffer* b, size_t size, const char* what) {
+    if (b->size() >= size && b->get() != nullptr) return OkStatus();
+    GPU_RETURN_IF_ERROR(hipStreamSynchronize(encode_.get()), "hipStreamSynchronize(encode) before growing scratch");
+    device_bytes_ += size - b->size();
+    return b->Reserve(size, what);
+  }
+
+  // Scratch shared by every slot, used only on the encode stream.
+  Status ReserveScratch(const EncodePlan& p) {
+    for (int c = 0; c < 3; ++c) RETURN_IF_ERROR(GrowScratch(&planes_[c], p.BandPlaneSize(c), "planes"));
+    RETURN_IF_ERROR(GrowScratch(&levels_, p.BandBlocks() * 64 * sizeof(int16_t), "levels"));
+    const size_t segs = p.BandBlocks() / p.blocks_per_mcu / p.segment_mcus + 2;
+    RETURN_IF_ERROR(GrowScratch(&segments_, segs * p.segment_capacity, "segments"));
+    return GrowScratch(&segment_bytes_, segs * sizeof(uint32_t), "segment_bytes");
+  }
+
+  FrameView LargestFrameShape(std::vector<uint8_t>* storage) const {
+    storage->assign(1, 0);
+    FrameView v;
+    v.width = options_.max_width;
+    v.height = options_.max_height;
+    v.format = PixelFormat::kRgba;
+    v.plane[0] = storage->data();
+    v.stride[0] = 4 * v.width;
+    return v;
+  }
+
+  // Everything the GPU does for one frame, queued without waiting.
+  Status Issue(Slot& s) {
+    const FrameView& f = s.request.frame;
+    s.plans.clear();
+    s.out_offset.clear();
+    size_t out_total = 0, bands_total = 0;
+    for (const Rendition& r : s.request.renditions) {
+      FrameView shape = f;
+      for (int p = 0; p < 3; ++p) {
+        shape.plane[p] = s.input.get<uint8_t>() + s.geometry.offset[p];
+        shape.stride[p] = s.geometry.row_bytes[p];
+      }
+      ASSIGN_OR_RETURN(EncodePlan plan, MakeEncodePlan(shape, r.params));
+      s.out_offset.push_back(out_total);
+      out_total += plan.band_capacity * plan.num_bands;
+      bands_total += plan.num_bands;
+      s.plans.push_back(plan);
+    }
+    if (bands_total > kMaxBandsPerFrame) return InvalidArgument("too many bands in one frame");
+
+    // Slot buffers: the slot is ours, nothing in flight uses them.
+    size_t max_band = 0;
+    for (const EncodePlan& p : s.plans) max_band = std::max<size_t>(max_band, p.band_capacity);
+    if (s.output.size() < max_band) pinned_bytes_ += max_band - s.output.size();
+    RETURN_IF_ERROR(s.output.Reserve(max_band, "slot output"));
+    if (s.out.size() < out_total) device_bytes_ += out_total - s.out.size();
+    RETURN_IF_ERROR(s.out.Reserve(out_total, "slot out"));
+    while (s.band_done.size() < bands_total) {
+      ASSIGN_OR_RETURN(Event e, Event::Create(options_.stage_timing, "band_done"));
+      s.band_done.push_back(std::move(e));
+      if (options_.stage_timing) {
+        ASSIGN_OR_RETURN(Event c, Event::Create(true, "band_copy_start"));
+        s.band_copy_start.push_back(std::move(c));
+        ASSIGN_OR_RETURN(Event d, Event::Create(true, "band_copy_end"));
+        s.band_copy_end.push_back(std::move(d));
+      }
+    }
+    for (const EncodePlan& p : s.plans) RETURN_IF_ERROR(ReserveScratch(p));
+    std::vector<const EncodeTables*> tables;
+    for (const Rendition& r : s.request.renditions) {
+      ASSIGN_OR_RETURN(const EncodeTables* t, TablesFor(r.params.quality, s.index));
+      tables.push_back(t);
+    }
+
+    // Upload.
+    if (options_.stage_timing) (void)hipEventRecord(s.upload_start.get(), upload_.get());
+    RETURN_IF_ERROR(Injected("hipMemcpyAsync(upload)", s.index));
+    RETURN_IF_ERROR(Check("hipMemcpyAsync(upload)", s.index,
+                          hipMemcpyAsync(s.source.get(), s.input.get(), s.frame_bytes, hipMemcpyHostToDevice,
+                                         upload_.get())));
+    RETURN_IF_ERROR(Check("hipEventRecord(uploaded)", s.index, hipEventRecord(s.uploaded.get(), upload_.get())));
+
+    // Encode, band by band, an event after each.
+    RETURN_IF_ERROR(Check("hipStreamWaitEvent(encode, uploaded)", s.index,
+                          hipStreamWaitEvent(encode_.get(), s.uploaded.get(), 0)));
+    if (options_.stage_timing) (void)hipEventRecord(s.encode_start.get(), encode_.get());
+    int flat = 0;
+    for (size_t r = 0; r < s.plans.size(); ++r) {
+      const EncodePlan& p = s.plans[r];
+      BandDeviceBuffers b{};
+      for (int c = 0; c < 3; ++c) {
+        b.source.plane[c] = s.source.get<uint8_t>() + s.geometry.offset[c];
+        b.source.stride[c] = s.geometry.row_bytes[c];
+        b.planes[c] = planes_[c].get<uint8_t>();
+      }
+      b.levels = levels_.get<int16_t>();
+      b.segments = segments_.get<uint8_t>();
+      b.segment_bytes = segment_bytes_.get<uint32_t>();
+      b.tables = tables[r];
+      for (int band = 0; band < p.num_bands; ++band, ++flat) {
+        b.band_out = s.out.get<uint8_t>() + s.out_offset[r] + band * p.band_capacity;
+        b.band_bytes = s.band_bytes.device_get<uint32_t>() + flat;
+        RETURN_IF_ERROR(Injected("launch band stages", s.index));
+        RETURN_IF_ERROR(EnqueueBandStages(p, b, band, encode_.get()).WithContext("slot " + std::to_string(s.index)));
+        RETURN_IF_ERROR(Check("hipEventRecord(band_done)", s.index,
+                              hipEventRecord(s.band_done[flat].get(), encode_.get())));
+      }
+    }
+    return OkStatus();
+  }
+
+  void IssueLoop() {
+    (void)hipSetDevice(device_);  // once, for this thread
+    while (auto index = issue_queue_.Pop()) {
+      Slot& s = slots_[*index];
+      s.started = std::chrono::steady_clock::now();
+      std::lock_guard<std::mutex> lock(recover_mu_);  // Recover() swaps the streams
+      if (dead_.load()) {
+        s.status = Unavailable(Describe() + " is out of service: " + dead_reason_);
+      } else {
+        s.status = Issue(s);
+      }
+      delivery_queue_.Push(*index);
+    }
+  }
+
+  // Reads a frame back band by band and delivers it.
+  Status Deliver(Slot& s, FrameResult* result) {
+    RETURN_IF_ERROR(Check("hipEventSynchronize(uploaded)", s.index, hipEventSynchronize(s.uploaded.get())));
+    // The upload has completed: the pinned input may be written again from here on.
+    if (options_.test_on_input_free) options_.test_on_input_free(s.index, s.input.get<uint8_t>(), s.frame_bytes);
+
+    int bands_total = 0;
+    for (const EncodePlan& p : s.plans) bands_total += p.num_bands;
+    if (!options_.progress_events) {
+      // The seed's pattern: readback only after the whole frame is encoded.
+      RETURN_IF_ERROR(Check("hipEventSynchronize(frame encoded)", s.index,
+                            hipEventSynchronize(s.band_done[bands_total - 1].get())));
+    }
+    const volatile uint32_t* counts = s.band_bytes.get<uint32_t>();
+    int flat = 0;
+    for (size_t r = 0; r < s.plans.size(); ++r) {
+      const EncodePlan& p = s.plans[r];
+      std::vector<uint8_t>& jpeg = result->jpeg[r];
+      AppendJfifHeader(p, &jpeg);
+      for (int band = 0; band < p.num_bands; ++band, ++flat) {
+        Event& done = s.band_done[flat];
+        RETURN_IF_ERROR(Check("hipEventSynchronize(band_done " + std::to_string(band) + ")", s.index,
+                              hipEventSynchronize(done.get())));
+        const uint32_t n = counts[flat];
+        if (n > p.band_capacity) {
+          return Internal("band " + std::to_string(band) + " overflowed its buffer (slot " +
+                          std::to_string(s.index) + ")");
+        }
+        RETURN_IF_ERROR(Check("hipStreamWaitEvent(readback, band_done)", s.index,
+                              hipStreamWaitEvent(readback_.get(), done.get(), 0)));
+        if (options_.stage_timing) (void)hipEventRecord(s.band_copy_start[flat].get(), readback_.get());
+        RETURN_IF_ERROR(Injected("hipMemcpyAsync(readback)", s.index));
+        RETURN_IF_ERROR(Check("hipMemcpyAsync(readback)", s.index,
+                              hipMemcpyAsync(s.output.get(), s.out.get<uint8_t>() + s.out_offset[r] + band * p.band_capacity,
+                                             n, hipMemcpyDeviceToHost, readback_.get())));
+        if (options_.stage_timing) (void)hipEventRecord(s.band_copy_end[flat].get(), readback_.get());
+        // The pinned output is reused for the next band only after this copy completed.
+        RETURN_IF_ERROR(Check("hipStreamSynchronize(readback)", s.index, hipStreamSynchronize(readback_.get())));
+        if (flat == 0) result->times.first_byte = std::chrono::steady_clock::now();
+        jpeg.insert(jpeg.end(), s.output.get<uint8_t>(), s.output.get<uint8_t>() + n);
+      }
+      AppendJfifTrailer(&jpeg);
+    }
+    if (options_.stage_timing) {
+      result->times.upload = {SinceStart(s.upload_start), SinceStart(s.uploaded)};
+      result->times.encode = {SinceStart(s.encode_start), SinceStart(s.band_done[bands_total - 1])};
+      for (int k = 0; k < bands_total; ++k) {
+        result->times.band_done.push_back(SinceStart(s.band_done[k]));
+        result->times.band_readback.push_back({SinceStart(s.band_copy_start[k]), SinceStart(s.band_copy_end[k])});
+      }
+    }
+    return OkStatus();
+  }
+
+  // Seconds from the worker's reference event to a completed timing event.
+  double SinceStart(const Event& e) {
+    float ms = 0;
+    return hipEventElapsedTime(&ms, reference_.get(), e.get()) == hipSuccess ? ms / 1e3 : 0;
+  }
+
+  // After a failed frame: let queued work drain, then re-create the streams so the next
+  // frame starts clean. Events stay: frames queued after the failed one still wait on
+  // theirs. If the context itself is broken, stop taking frames (the engine then moves
+  // sessions to another worker).
+  void Recover(const Status& cause) {
+    for (Stream* st : {&upload_, &encode_, &readback_}) (void)hipStreamSynchronize(st->get());
+    (void)hipGetLastError();  // clear a non-sticky error
+    Status s = CreateStreams();
+    if (s.ok()) s = GpuStatus(hipStreamSynchronize(encode_.get()), "hipStreamSynchronize after re-create");
+    restarts_.fetch_add(1);
+    if (!s.ok()) {
+      dead_reason_ = s.ToString() + " (after: " + cause.ToString() + ")";
+      dead_.store(true);
+    }
+  }
+
+  void DeliveryLoop() {
+    (void)hipSetDevice(device_);  // once, for this thread
+    while (auto index = delivery_queue_.Pop()) {
+      Slot& s = slots_[*index];
+      FrameResult result;
+      result.id = s.request.id;
+      result.times.submitted = s.submitted;
+      result.times.started = s.started;
+      result.jpeg.resize(s.request.renditions.size());
+      Status status = s.status.ok() ? Deliver(s, &result) : s.status;
+      result.times.done = std::chrono::steady_clock::now();
+      if (!status.ok()) {
+        result.status = status.WithContext(Describe());
+        result.jpeg.clear();
+        // The issue thread may have queued later frames on these streams already; they
+        // fail with this frame or complete, and Recover() waits for them either way.
+        std::lock_guard<std::mutex> lock(recover_mu_);
+        Recover(status);
+      }
+      (result.status.ok() ? done_ : failed_).fetch_add(1);
+      auto on_done = std::move(s.request.on_done);
+      on_done(std::move(result));
+      in_flight_.fetch_sub(1);
+      pool_.Release(*index);
+    }
+  }
+
+  struct TablesEntry {
+    PinnedBuffer host;
+    DeviceBuffer device;
+  };
+
+  const int device_;
+  const WorkerOptions options_;
+  const std::string name_;
+  Stream upload_, encode_, readback_;
+  Event reference_;  // stage timing: time zero of FrameTimes' GPU intervals
+  SlotPool pool_;
+  std::vector<Slot> slots_;
+  std::map<int, TablesEntry> tables_;  // issue thread only
+  DeviceBuffer planes_[3], levels_, segments_, segment_bytes_;
+  FrameQueue<int> issue_queue_, delivery_queue_;
+  std::thread issue_thread_, delivery_thread_;
+  std::mutex recover_mu_;
+  std::atomic<bool> dead_{false};
+  std::string dead_reason_;
+  std::atomic<uint64_t> done_{0}, failed_{0}, restarts_{0}, device_bytes_{0};
+  uint64_t pinned_bytes_ = 0;
+  std::atomic<int> in_flight_{0};
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Worker>> MakeGpuWorker(int device, const WorkerOptions& options) {
+  const GpuProbe probe = ProbeGpus();
+  if (device < 0 || device >= static_cast<int>(probe.devices.size())) {
+    return Unavailable(probe.devices.empty() ? probe.unavailable_reason
+                                             : "no GPU with index " + std::to_string(device));
+  }
+  auto worker = std::make_unique<GpuWorker>(device, options, probe.devices[device].name);
+  RETURN_IF_ERROR(worker->Init());
+  return std::unique_ptr<Worker>(std::move(worker));
+}
+
+}  // namespace conveyor

@@ -1,0 +1,109 @@
+// The engine's worker interface: one per GPU, or one CPU worker, and the code above never
+// knows which it has (the CPU is just another device, as in ggml's backend interface).
+// A worker takes a decoded frame and its renditions and produces JPEG bytes.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "encode_params.h"
+#include "frame.h"
+#include "status.h"
+
+namespace conveyor {
+
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+// One output of a frame. width/height 0 means the source size.
+struct Rendition {
+  int width = 0;
+  int height = 0;
+  EncodeParams params;
+};
+
+// When each stage of one frame happened, on the host's steady clock, plus GPU event
+// times where the worker has them.
+struct GpuInterval {
+  double start = 0, end = 0;  // seconds on the worker's GPU clock (since its start)
+  double seconds() const { return end - start; }
+};
+
+struct FrameTimes {
+  SteadyTime submitted, started, first_byte, done;
+  // GPU worker with stage_timing only, on its GPU clock:
+  GpuInterval upload, encode;
+  std::vector<double> band_done;          // when each band's last stage finished
+  std::vector<GpuInterval> band_readback;  // each band's D2H copy; starts after band_done
+};
+
+struct FrameResult {
+  uint64_t id = 0;
+  Status status;
+  std::vector<std::vector<uint8_t>> jpeg;  // one per rendition, when status is OK
+  FrameTimes times;
+};
+
+struct FrameRequest {
+  uint64_t id = 0;
+  FrameView frame;  // caller memory; Submit() has copied it by the time it returns
+  std::vector<Rendition> renditions;
+  // Called exactly once, on the worker's delivery thread, in submission order.
+  std::function<void(FrameResult&&)> on_done;
+};
+
+struct WorkerOptions {
+  int slots = 3;                 // frames in flight (pinned slot ring of the GPU worker)
+  int max_width = 3840;          // pinned and device buffers are sized for this at start
+  int max_height = 2160;
+  bool progress_events = true;   // GPU: read band k back when band k is done (the fix)
+  bool stage_timing = false;     // GPU: timing events around upload, encode and readback
+  int cpu_threads = 0;           // CPU worker: 0 = one per hardware thread
+
+  // Test hooks (never set in production).
+  // Called when the worker is done with a slot's pinned input: its upload has completed.
+  std::function<void(int slot, uint8_t* data, size_t size)> test_on_input_free;
+  // Called before each runtime call with its name; a non-OK return is used as that
+  // call's result (fault injection).
+  std::function<Status(const std::string& call)> test_fault;
+};
+
+struct WorkerStats {
+  uint64_t frames_done = 0;
+  uint64_t frames_failed = 0;
+  uint64_t restarts = 0;             // times the worker re-created its GPU state
+  uint64_t pinned_bytes = 0;         // page-locked host memory held (fixed at start)
+  uint64_t device_bytes = 0;
+  int in_flight = 0;
+};
+
+class Worker {
+ public:
+  virtual ~Worker() = default;
+
+  // "cpu (16 threads)" or "gpu 0: NVIDIA H200".
+  virtual std::string Describe() const = 0;
+
+  // Copies the frame into a free slot and queues it; blocks while every slot is busy,
+  // which is how backpressure reaches the caller. Bad input is refused here with
+  // INVALID_ARGUMENT and never reaches on_done.
+  virtual Status Submit(FrameRequest request) = 0;
+
+  // Waits until every submitted frame has been delivered.
+  virtual void Flush() = 0;
+
+  virtual WorkerStats Stats() const = 0;
+};
+
+std::unique_ptr<Worker> MakeCpuWorker(const WorkerOptions& options);
+
+// UNAVAILABLE (with the runtime's reason) where there is no such GPU or the build has none.
+StatusOr<std::unique_ptr<Worker>> MakeGpuWorker(int device, const WorkerOptions& options);
+
+// Checks the renditions of a request against the frame and the worker's limits.
+Status ValidateRequest(const FrameRequest& request, const WorkerOptions& options);
+
+}  // namespace conveyor

@@ -1,0 +1,287 @@
+// The worker contract, run against the CPU worker everywhere and the GPU worker where a
+// GPU is present (skipping with the runtime's reason elsewhere): output identical to
+// the CPU encoder, no slot reused before its copy completed (poison), band readback
+// ordered after its band, survival of an injected runtime error, backpressure, and
+// refusal of bad input. Free of FFmpeg and gRPC so it runs on the GPU host as built.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <future>
+#include <map>
+#include <mutex>
+
+#include "cpu_encoder.h"
+#include "gpu_encoder.h"
+#include "synthetic_frame.h"
+#include "worker.h"
+
+namespace conveyor {
+namespace {
+
+struct Collector {
+  std::mutex mu;
+  std::map<uint64_t, FrameResult> results;
+  std::vector<uint64_t> order;
+  std::function<void(FrameResult&&)> Callback() {
+    return [this](FrameResult&& r) {
+      std::lock_guard<std::mutex> lock(mu);
+      order.push_back(r.id);
+      results[r.id] = std::move(r);
+    };
+  }
+};
+
+class WorkerTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  std::unique_ptr<Worker> Make(WorkerOptions options) {
+    if (GetParam() == "cpu") return MakeCpuWorker(options);
+    auto w = MakeGpuWorker(0, options);
+    if (!w.ok()) {
+      skip_ = w.status().ToString();
+      return nullptr;
+    }
+    std::printf("worker: %s\n", (*w)->Describe().c_str());
+    return std::move(w).value();
+  }
+  std::string skip_;
+};
+
+#define MAKE_OR_SKIP(var, options)                      \
+  auto var = Make(options);                             \
+  if (!var) GTEST_SKIP() << "no GPU worker: " << skip_
+
+// A mixed stream of frames: sizes, formats and parameters change from frame to frame.
+struct Case {
+  testing::SyntheticFrame frame;
+  EncodeParams params;
+};
+std::vector<Case> MixedCases(int n) {
+  const int sizes[][2] = {{1920, 1080}, {1280, 720}, {17, 9}, {640, 360}, {3840, 2160}};
+  const PixelFormat formats[] = {PixelFormat::kYuv420p, PixelFormat::kNv12, PixelFormat::kRgb24,
+                                 PixelFormat::kYuv444p, PixelFormat::kBgra};
+  std::vector<Case> cases;
+  for (int i = 0; i < n; ++i) {
+    Case c;
+    const auto& sz = sizes[i % 5];
+    c.frame = testing::MakeSyntheticFrame(sz[0], sz[1], formats[(i / 2) % 5], 100 + i);
+    c.params.quality = 50 + (i * 7) % 51;
+    c.params.subsampling = static_cast<Subsampling>(i % 3);
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+void ExpectMatchesCpuEncoder(const std::vector<Case>& cases, Collector& got) {
+  CpuJpegEncoder reference(0);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    auto want = reference.Encode(cases[i].frame.view, cases[i].params);
+    ASSERT_TRUE(want.ok());
+    const FrameResult& r = got.results.at(i);
+    ASSERT_TRUE(r.status.ok()) << "frame " << i << ": " << r.status.ToString();
+    ASSERT_EQ(r.jpeg.size(), 1u);
+    ASSERT_EQ(r.jpeg[0], *want) << "frame " << i << " differs from the CPU encoder";
+  }
+}
+
+TEST_P(WorkerTest, OutputMatchesCpuEncoderInSubmissionOrder) {
+  WorkerOptions options;
+  MAKE_OR_SKIP(worker, options);
+  const auto cases = MixedCases(20);
+  Collector got;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    FrameRequest req;
+    req.id = i;
+    req.frame = cases[i].frame.view;
+    req.renditions = {Rendition{0, 0, cases[i].params}};
+    req.on_done = got.Callback();
+    ASSERT_TRUE(worker->Submit(std::move(req)).ok());
+  }
+  worker->Flush();
+  ASSERT_EQ(got.results.size(), cases.size());
+  for (size_t i = 0; i < got.order.size(); ++i) EXPECT_EQ(got.order[i], i);
+  ExpectMatchesCpuEncoder(cases, got);
+}
+
+// DESIGN.md rule 1: a slot's pinned input is poisoned the moment the worker says it is
+// free. Had the worker released it before its upload completed, the poison would be in
+// the upload and the output would differ from the CPU encoder's.
+TEST_P(WorkerTest, PoisonedSlotsNeverReachTheOutput) {
+  std::atomic<int> poisoned{0};
+  WorkerOptions options;
+  options.slots = 2;
+  options.test_on_input_free = [&](int, uint8_t* data, size_t size) {
+    std::memset(data, 0xA5, size);
+    poisoned.fetch_add(1);
+  };
+  MAKE_OR_SKIP(worker, options);
+  const auto cases = MixedCases(30);
+  Collector got;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    FrameRequest req;
+    req.id = i;
+    req.frame = cases[i].frame.view;
+    req.renditions = {Rendition{0, 0, cases[i].params}};
+    req.on_done = got.Callback();
+    ASSERT_TRUE(worker->Submit(std::move(req)).ok());
+  }
+  worker->Flush();
+  EXPECT_EQ(poisoned.load(), static_cast<int>(cases.size()));
+  ExpectMatchesCpuEncoder(cases, got);
+}
+
+TEST_P(WorkerTest, ProgressEventsOffGivesTheSameBytes) {
+  WorkerOptions options;
+  options.progress_events = false;
+  MAKE_OR_SKIP(worker, options);
+  const auto cases = MixedCases(10);
+  Collector got;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    FrameRequest req;
+    req.id = i;
+    req.frame = cases[i].frame.view;
+    req.renditions = {Rendition{0, 0, cases[i].params}};
+    req.on_done = got.Callback();
+    ASSERT_TRUE(worker->Submit(std::move(req)).ok());
+  }
+  worker->Flush();
+  ExpectMatchesCpuEncoder(cases, got);
+}
+
+TEST_P(WorkerTest, BandReadbackStartsOnlyAfterItsBandIsDone) {
+  if (GetParam() == "cpu") GTEST_SKIP() << "the CPU worker has no separate readback";
+  WorkerOptions options;
+  options.stage_timing = true;
+  MAKE_OR_SKIP(worker, options);
+  const auto cases = MixedCases(6);
+  Collector got;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    FrameRequest req;
+    req.id = i;
+    req.frame = cases[i].frame.view;
+    req.renditions = {Rendition{0, 0, cases[i].params}};
+    req.on_done = got.Callback();
+    ASSERT_TRUE(worker->Submit(std::move(req)).ok());
+  }
+  worker->Flush();
+  size_t bands = 0;
+  for (auto& [id, r] : got.results) {
+    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    ASSERT_FALSE(r.times.band_done.empty());
+    ASSERT_EQ(r.times.band_done.size(), r.times.band_readback.size());
+    for (size_t k = 0; k < r.times.band_done.size(); ++k) {
+      EXPECT_GE(r.times.band_readback[k].start, r.times.band_done[k]) << "frame " << id << " band " << k;
+      EXPECT_GT(r.times.band_readback[k].end, r.times.band_readback[k].start);
+    }
+    bands += r.times.band_done.size();
+    EXPECT_GT(r.times.upload.seconds(), 0.0);
+    EXPECT_GT(r.times.encode.seconds(), 0.0);
+    EXPECT_GE(r.times.encode.start, r.times.upload.end) << "encode began before its upload ended";
+
+  }
+  std::printf("bands checked: %zu\n", bands);
+  ExpectMatchesCpuEncoder(cases, got);
+}
+
+// An injected runtime failure fails only the frame it touched, names the call and the
+// slot, and leaves the worker serving.
+TEST_P(WorkerTest, SurvivesAnInjectedRuntimeError) {
+  const std::string call = GetParam() == "cpu" ? "cpu encode" : "hipMemcpyAsync(upload)";
+  std::atomic<int> calls{0};
+  WorkerOptions options;
+  options.test_fault = [&](const std::string& what) {
+    if (what == call && calls.fetch_add(1) == 4) return Internal("injected fault");
+    return OkStatus();
+  };
+  MAKE_OR_SKIP(worker, options);
+  const auto cases = MixedCases(12);
+  Collector got;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    FrameRequest req;
+    req.id = i;
+    req.frame = cases[i].frame.view;
+    req.renditions = {Rendition{0, 0, cases[i].params}};
+    req.on_done = got.Callback();
+    ASSERT_TRUE(worker->Submit(std::move(req)).ok());
+  }
+  worker->Flush();
+  ASSERT_EQ(got.results.size(), cases.size());
+  const FrameResult& failed = got.results.at(4);
+  EXPECT_EQ(failed.status.code(), StatusCode::kInternal);
+  EXPECT_NE(failed.status.message().find(call), std::string::npos) << failed.status.ToString();
+  EXPECT_NE(failed.status.message().find("slot"), std::string::npos) << failed.status.ToString();
+  CpuJpegEncoder reference(0);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    if (i == 4) continue;
+    const FrameResult& r = got.results.at(i);
+    ASSERT_TRUE(r.status.ok()) << "frame " << i << ": " << r.status.ToString();
+    EXPECT_EQ(r.jpeg[0], *reference.Encode(cases[i].frame.view, cases[i].params)) << "frame " << i;
+  }
+  const WorkerStats st = worker->Stats();
+  EXPECT_EQ(st.frames_failed, 1u);
+  EXPECT_EQ(st.frames_done, cases.size() - 1);
+  if (GetParam() == "gpu") {
+    EXPECT_EQ(st.restarts, 1u);
+  }
+}
+
+// Submit() blocks while every slot is busy: with two slots and a callback that holds
+// the delivery thread, a third frame cannot be accepted until the first is delivered.
+TEST_P(WorkerTest, SubmitBlocksWhenAllSlotsAreBusy) {
+  WorkerOptions options;
+  options.slots = 2;
+  MAKE_OR_SKIP(worker, options);
+  const auto frame = testing::MakeSyntheticFrame(64, 64, PixelFormat::kYuv420p, 1);
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> delivered{0};
+  auto submit = [&](uint64_t id) {
+    FrameRequest req;
+    req.id = id;
+    req.frame = frame.view;
+    req.renditions = {Rendition{}};
+    req.on_done = [&, released](FrameResult&&) {
+      released.wait();
+      delivered.fetch_add(1);
+    };
+    return worker->Submit(std::move(req));
+  };
+  ASSERT_TRUE(submit(0).ok());
+  ASSERT_TRUE(submit(1).ok());
+  auto third = std::async(std::launch::async, [&] { return submit(2); });
+  EXPECT_EQ(third.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout)
+      << "Submit() returned while both slots were busy";
+  release.set_value();
+  EXPECT_TRUE(third.get().ok());
+  worker->Flush();
+  EXPECT_EQ(delivered.load(), 3);
+}
+
+TEST_P(WorkerTest, RefusesBadRequestsUpFront) {
+  WorkerOptions options;
+  options.max_width = 1920;
+  options.max_height = 1080;
+  MAKE_OR_SKIP(worker, options);
+  const auto frame = testing::MakeSyntheticFrame(64, 64, PixelFormat::kYuv420p, 1);
+  FrameRequest req;
+  req.frame = frame.view;
+  req.on_done = [](FrameResult&&) { ADD_FAILURE() << "a refused frame was delivered"; };
+  EXPECT_EQ(worker->Submit(req).code(), StatusCode::kInvalidArgument);  // no renditions
+  req.renditions = {Rendition{}};
+  req.renditions[0].params.quality = 0;
+  const Status q = worker->Submit(req);
+  EXPECT_EQ(q.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(q.message().find("renditions[0]"), std::string::npos) << q.ToString();
+  const auto big = testing::MakeSyntheticFrame(3840, 2160, PixelFormat::kYuv420p, 1);
+  req.frame = big.view;
+  req.renditions[0].params.quality = 85;
+  EXPECT_EQ(worker->Submit(req).code(), StatusCode::kInvalidArgument);  // over the limit
+  worker->Flush();
+  EXPECT_EQ(worker->Stats().frames_done, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Workers, WorkerTest, ::testing::Values("cpu", "gpu"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace conveyor

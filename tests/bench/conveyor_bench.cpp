@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "bench_encode.h"
+#include "bench_pipeline.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Conveyor benchmarks"};
@@ -10,6 +11,8 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   conveyor::bench::EncodeBenchOptions encode;
   conveyor::bench::AddEncodeCommand(app, &encode, &exit_code);
+  conveyor::bench::PipelineBenchOptions pipeline;
+  conveyor::bench::AddPipelineCommand(app, &pipeline, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

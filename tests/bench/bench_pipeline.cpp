@@ -1,0 +1,306 @@
+// The pipeline benchmark. Each mode encodes the same frame sequence; the table reports
+// frames/s, GPU engine busy time and overlap (from event timestamps), time-to-first-byte
+// and whole-frame latency, and the ratio to the pinned H2D bound for this input.
+#include "bench_pipeline.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <sstream>
+
+#include "frame_source.h"
+#include "gpu_encoder.h"
+#include "gpu_reference.h"
+#include "worker.h"
+
+namespace conveyor::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(SteadyTime a, SteadyTime b) { return std::chrono::duration<double>(b - a).count(); }
+
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(q * (v.size() - 1) + 0.5));
+  return v[i];
+}
+
+// Total length of the union of intervals.
+double UnionLength(std::vector<GpuInterval> v) {
+  std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.start < b.start; });
+  double total = 0, cur_s = 0, cur_e = -1;
+  for (const auto& i : v) {
+    if (i.start > cur_e) {
+      if (cur_e > cur_s) total += cur_e - cur_s;
+      cur_s = i.start;
+      cur_e = i.end;
+    } else {
+      cur_e = std::max(cur_e, i.end);
+    }
+  }
+  if (cur_e > cur_s) total += cur_e - cur_s;
+  return total;
+}
+
+// Time during which at least two of the engines were busy.
+double OverlapLength(const std::vector<GpuInterval> engines[3]) {
+  std::vector<std::pair<double, int>> edges;
+  for (int e = 0; e < 3; ++e) {
+    // Merge each engine first so one engine never counts as two.
+    std::vector<GpuInterval> v = engines[e];
+    std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.start < b.start; });
+    std::vector<GpuInterval> merged;
+    for (const auto& i : v) {
+      if (!merged.empty() && i.start <= merged.back().end) merged.back().end = std::max(merged.back().end, i.end);
+      else merged.push_back(i);
+    }
+    for (const auto& i : merged) {
+      edges.push_back({i.start, +1});
+      edges.push_back({i.end, -1});
+    }
+  }
+  std::sort(edges.begin(), edges.end());
+  double total = 0, last = 0;
+  int busy = 0;
+  for (const auto& [t, d] : edges) {
+    if (busy >= 2) total += t - last;
+    busy += d;
+    last = t;
+  }
+  return total;
+}
+
+struct ModeResult {
+  std::string mode;
+  double fps = 0, wall = 0;
+  double busy[3] = {0, 0, 0};  // upload, encode, readback (GPU event time)
+  double overlap = 0, gpu_span = 0;
+  double ttfb_p50 = 0, ttfb_p99 = 0, latency_p50 = 0, latency_p99 = 0;
+  double light_ttfb_p99 = 0;  // stall scenario: the light frames only
+  bool timed = false;
+};
+
+ModeResult Summarise(const std::string& mode, const std::vector<FrameTimes>& times,
+                     const std::vector<bool>& heavy, SteadyTime start, SteadyTime end) {
+  ModeResult r;
+  r.mode = mode;
+  r.wall = Seconds(start, end);
+  r.fps = times.size() / r.wall;
+  std::vector<double> ttfb, latency, light_ttfb;
+  std::vector<GpuInterval> engines[3];
+  double lo = 1e30, hi = 0;
+  for (size_t i = 0; i < times.size(); ++i) {
+    const FrameTimes& t = times[i];
+    ttfb.push_back(Seconds(t.submitted, t.first_byte));
+    latency.push_back(Seconds(t.submitted, t.done));
+    if (!heavy.empty() && !heavy[i]) light_ttfb.push_back(ttfb.back());
+    if (t.upload.end > 0) {
+      r.timed = true;
+      engines[0].push_back(t.upload);
+      engines[1].push_back(t.encode);
+      for (const auto& b : t.band_readback) engines[2].push_back(b);
+      lo = std::min(lo, t.upload.start);
+      for (const auto& b : t.band_readback) hi = std::max(hi, b.end);
+    }
+  }
+  r.ttfb_p50 = Percentile(ttfb, 0.5);
+  r.ttfb_p99 = Percentile(ttfb, 0.99);
+  r.latency_p50 = Percentile(latency, 0.5);
+  r.latency_p99 = Percentile(latency, 0.99);
+  r.light_ttfb_p99 = Percentile(light_ttfb, 0.99);
+  if (r.timed) {
+    for (int e = 0; e < 3; ++e) r.busy[e] = UnionLength(engines[e]);
+    r.overlap = OverlapLength(engines);
+    r.gpu_span = hi - lo;
+  }
+  return r;
+}
+
+StatusOr<ModeResult> RunWorkerMode(const std::string& mode, std::unique_ptr<Worker> worker,
+                                   const std::vector<const OwnedFrame*>& seq,
+                                   const std::vector<EncodeParams>& params, const std::vector<bool>& heavy) {
+  std::mutex mu;
+  std::vector<FrameTimes> times(seq.size());
+  Status failure;
+  // Warm-up: one pass over the distinct inputs, not timed.
+  for (size_t i = 0; i < std::min<size_t>(seq.size(), 8); ++i) {
+    FrameRequest req;
+    req.id = i;
+    req.frame = seq[i]->view;
+    req.renditions = {Rendition{0, 0, params[i]}};
+    req.on_done = [](FrameResult&&) {};
+    RETURN_IF_ERROR(worker->Submit(std::move(req)));
+  }
+  worker->Flush();
+  const SteadyTime start = Clock::now();
+  for (size_t i = 0; i < seq.size(); ++i) {
+    FrameRequest req;
+    req.id = i;
+    req.frame = seq[i]->view;
+    req.renditions = {Rendition{0, 0, params[i]}};
+    req.on_done = [&](FrameResult&& r) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!r.status.ok() && failure.ok()) failure = r.status;
+      times[r.id] = r.times;
+    };
+    RETURN_IF_ERROR(worker->Submit(std::move(req)));
+  }
+  worker->Flush();
+  const SteadyTime end = Clock::now();
+  RETURN_IF_ERROR(failure);
+  return Summarise(mode, times, heavy, start, end);
+}
+
+Status Run(const PipelineBenchOptions& o) {
+  SourceOptions so;
+  so.input = o.input;
+  if (std::sscanf(o.size.c_str(), "%dx%d", &so.width, &so.height) != 2) return InvalidArgument("--size must be WxH");
+  ASSIGN_OR_RETURN(so.format, ParsePixelFormat(o.format));
+  ASSIGN_OR_RETURN(std::vector<OwnedFrame> light, LoadFrames(so));
+  std::vector<OwnedFrame> heavy_frames;
+  EncodeParams base;
+  base.quality = o.quality;
+  ASSIGN_OR_RETURN(base.subsampling, ParseSubsampling(o.subsampling));
+  EncodeParams heavy_params = base;
+  heavy_params.quality = o.stall_quality;
+  if (o.stall_every > 0) {
+    SourceOptions hs = so;
+    hs.input.clear();
+    hs.max_frames = 2;
+    if (std::sscanf(o.stall_size.c_str(), "%dx%d", &hs.width, &hs.height) != 2)
+      return InvalidArgument("--stall-size must be WxH");
+    ASSIGN_OR_RETURN(heavy_frames, LoadFrames(hs));
+  }
+  std::vector<const OwnedFrame*> seq;
+  std::vector<EncodeParams> params;
+  std::vector<bool> heavy;
+  for (int i = 0; i < o.frames; ++i) {
+    const bool h = o.stall_every > 0 && i % o.stall_every == o.stall_every - 1;
+    seq.push_back(h ? &heavy_frames[i % heavy_frames.size()] : &light[i % light.size()]);
+    params.push_back(h ? heavy_params : base);
+    heavy.push_back(h);
+  }
+  const FrameView& first = light[0].view;
+  const size_t frame_bytes = light[0].bytes.size();
+
+  const GpuProbe probe = ProbeGpus();
+  std::string worker = o.worker == "auto" ? (probe.devices.empty() ? "cpu" : "gpu") : o.worker;
+  WorkerOptions wo;
+  wo.slots = o.slots;
+  wo.stage_timing = true;
+  for (const auto* f : seq) {
+    wo.max_width = std::max(wo.max_width, f->view.width);
+    wo.max_height = std::max(wo.max_height, f->view.height);
+  }
+
+  std::vector<ModeResult> results;
+  double bound_fps = 0;
+  CopyBandwidth bw;
+  std::string device = "cpu";
+  if (worker == "gpu") {
+    if (probe.devices.empty()) return Unavailable("--worker gpu: " + probe.unavailable_reason);
+    device = probe.devices[0].name;
+    ASSIGN_OR_RETURN(bound_fps, MeasureH2dBoundFps(0, frame_bytes, 2000));
+    ASSIGN_OR_RETURN(bw, MeasureCopyBandwidth(0, 256 << 20, 20));
+    std::stringstream modes(o.modes);
+    std::string mode;
+    while (std::getline(modes, mode, ',')) {
+      if (mode == "serial") {
+        const SteadyTime start = Clock::now();
+        ASSIGN_OR_RETURN(auto times, RunSerial(0, seq, params));
+        results.push_back(Summarise("serial", times, heavy, start, Clock::now()));
+      } else if (mode == "off" || mode == "on") {
+        WorkerOptions m = wo;
+        m.progress_events = mode == "on";
+        ASSIGN_OR_RETURN(auto w, MakeGpuWorker(0, m));
+        ASSIGN_OR_RETURN(ModeResult r, RunWorkerMode("pipelined, progress events " + mode, std::move(w), seq, params, heavy));
+        results.push_back(r);
+      } else {
+        return InvalidArgument("--modes: unknown mode " + mode);
+      }
+    }
+  } else {
+    wo.stage_timing = false;
+    ASSIGN_OR_RETURN(ModeResult r, RunWorkerMode("cpu worker", MakeCpuWorker(wo), seq, params, heavy));
+    results.push_back(r);
+  }
+
+  std::printf("\nconveyor-bench pipeline  %dx%d %s q%d %s, %d frames, %d slots, worker %s (%s)\n", first.width,
+              first.height, PixelFormatName(first.format), o.quality, o.subsampling.c_str(), o.frames, o.slots,
+              worker.c_str(), device.c_str());
+  if (o.stall_every > 0)
+    std::printf("stall scenario: every %dth frame is %s q%d\n", o.stall_every, o.stall_size.c_str(), o.stall_quality);
+  if (bound_fps > 0) {
+    std::printf("pinned H2D bound for this input: %.0f frames/s (%.1f GB/s)\n", bound_fps, bound_fps * frame_bytes / 1e9);
+    std::printf("copy bandwidth GB/s: H2D pinned %.1f, pageable %.1f; D2H pinned %.1f, pageable %.1f\n",
+                bw.h2d_pinned_gbs, bw.h2d_pageable_gbs, bw.d2h_pinned_gbs, bw.d2h_pageable_gbs);
+  }
+  std::printf("%-30s %9s %7s %9s %9s %9s %8s %10s %10s %10s %10s\n", "mode", "frames/s", "xbound", "upload%",
+              "encode%", "readbk%", "overlap%", "ttfb p50", "ttfb p99", "lat p50", "lat p99");
+  for (const auto& r : results) {
+    const double span = r.gpu_span > 0 ? r.gpu_span : 1;
+    std::printf("%-30s %9.1f %7.3f %9.1f %9.1f %9.1f %8.1f %9.2fms %9.2fms %9.2fms %9.2fms\n", r.mode.c_str(), r.fps,
+                bound_fps > 0 ? r.fps / bound_fps : 0, 100 * r.busy[0] / span, 100 * r.busy[1] / span,
+                100 * r.busy[2] / span, 100 * r.overlap / span, 1e3 * r.ttfb_p50, 1e3 * r.ttfb_p99,
+                1e3 * r.latency_p50, 1e3 * r.latency_p99);
+  }
+  const ModeResult* serial = nullptr;
+  const ModeResult* off = nullptr;
+  const ModeResult* on = nullptr;
+  for (const auto& r : results) {
+    if (r.mode == "serial") serial = &r;
+    if (r.mode == "pipelined, progress events off") off = &r;
+    if (r.mode == "pipelined, progress events on") on = &r;
+  }
+  if (serial && on) std::printf("pipelined (events on) / serial: %.2fx frames/s\n", on->fps / serial->fps);
+  if (off && on) {
+    std::printf("progress events on vs off: p99 ttfb %.1f%% lower, frames/s %+.1f%%\n",
+                100 * (1 - on->ttfb_p99 / off->ttfb_p99), 100 * (on->fps / off->fps - 1));
+    if (o.stall_every > 0)
+      std::printf("stall scenario, light frames: p99 ttfb %.2fms (off) -> %.2fms (on)\n", 1e3 * off->light_ttfb_p99,
+                  1e3 * on->light_ttfb_p99);
+  }
+  std::printf("{\"bench\":\"pipeline\",\"worker\":\"%s\",\"device\":\"%s\",\"width\":%d,\"height\":%d,\"format\":\"%s\","
+              "\"quality\":%d,\"frames\":%d,\"slots\":%d,\"stall_every\":%d,\"h2d_bound_fps\":%.1f,\"modes\":[",
+              worker.c_str(), device.c_str(), first.width, first.height, PixelFormatName(first.format), o.quality,
+              o.frames, o.slots, o.stall_every, bound_fps);
+  for (size_t i = 0; i < results.size(); ++i) {
+    const auto& r = results[i];
+    std::printf("%s{\"mode\":\"%s\",\"fps\":%.2f,\"overlap_s\":%.4f,\"gpu_span_s\":%.4f,\"ttfb_p50_ms\":%.3f,"
+                "\"ttfb_p99_ms\":%.3f,\"latency_p50_ms\":%.3f,\"latency_p99_ms\":%.3f,\"light_ttfb_p99_ms\":%.3f}",
+                i ? "," : "", r.mode.c_str(), r.fps, r.overlap, r.gpu_span, 1e3 * r.ttfb_p50, 1e3 * r.ttfb_p99,
+                1e3 * r.latency_p50, 1e3 * r.latency_p99, 1e3 * r.light_ttfb_p99);
+  }
+  std::printf("]}\n");
+  return OkStatus();
+}
+
+}  // namespace
+
+void AddPipelineCommand(CLI::App& app, PipelineBenchOptions* o, int* exit_code) {
+  CLI::App* cmd = app.add_subcommand("pipeline", "The worker pipeline: serial vs pipelined, progress events off vs on");
+  cmd->add_option("--input", o->input, "Input .ppm, .y4m or raw frames; synthetic frames when omitted");
+  cmd->add_option("--size", o->size, "WxH of raw input or synthetic frames")->capture_default_str();
+  cmd->add_option("--format", o->format, "Pixel format of raw input or synthetic frames")->capture_default_str();
+  cmd->add_option("--quality", o->quality, "JPEG quality")->capture_default_str();
+  cmd->add_option("--subsampling", o->subsampling, "420, 422 or 444")->capture_default_str();
+  cmd->add_option("--frames", o->frames, "Frames per mode")->capture_default_str();
+  cmd->add_option("--worker", o->worker, "cpu, gpu or auto")->capture_default_str();
+  cmd->add_option("--modes", o->modes, "Comma-separated: serial, off, on")->capture_default_str();
+  cmd->add_option("--slots", o->slots, "Slots in the worker's ring")->capture_default_str();
+  cmd->add_option("--stall-every", o->stall_every, "Every Nth frame is heavy (0: off)")->capture_default_str();
+  cmd->add_option("--stall-size", o->stall_size, "Size of the heavy frames")->capture_default_str();
+  cmd->add_option("--stall-quality", o->stall_quality, "Quality of the heavy frames")->capture_default_str();
+  cmd->callback([o, exit_code] {
+    const Status s = Run(*o);
+    if (!s.ok()) {
+      std::fprintf(stderr, "conveyor-bench pipeline: %s\n", s.ToString().c_str());
+      *exit_code = 1;
+    }
+  });
+}
+
+}  // namespace conveyor::bench

@@ -1,0 +1,28 @@
+// `conveyor-bench pipeline`: the worker pipeline in three modes (serial, pipelined with
+// progress events off, and on) with the pinned-copy bound measured in the same run.
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace conveyor::bench {
+
+struct PipelineBenchOptions {
+  std::string input;
+  std::string size = "1920x1080";
+  std::string format = "yuv420p";
+  int quality = 85;
+  std::string subsampling = "420";
+  int frames = 600;
+  std::string worker = "auto";
+  std::string modes = "serial,off,on";
+  int slots = 3;
+  int stall_every = 0;          // every Nth frame is heavy (0: no stall scenario)
+  std::string stall_size = "3840x2160";
+  int stall_quality = 100;
+};
+
+void AddPipelineCommand(CLI::App& app, PipelineBenchOptions* options, int* exit_code);
+
+}  // namespace conveyor::bench

@@ -1,0 +1,130 @@
+// GPU reference measurements for conveyor-bench.
+#include "gpu_reference.h"
+
+#include <chrono>
+#include <cstring>
+
+#include "encode_plan.h"
+#include "gpu_runtime.h"
+#include "gpu_stages.h"
+#include "jfif_writer.h"
+
+namespace conveyor::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+StatusOr<double> TimeCopies(void* dst, const void* src, size_t bytes, int reps, hipMemcpyKind kind,
+                            hipStream_t stream) {
+  ASSIGN_OR_RETURN(Event start, Event::Create(true, "start"));
+  ASSIGN_OR_RETURN(Event stop, Event::Create(true, "stop"));
+  GPU_RETURN_IF_ERROR(hipMemcpyAsync(dst, src, bytes, kind, stream), "warm-up copy");
+  GPU_RETURN_IF_ERROR(hipEventRecord(start.get(), stream), "hipEventRecord");
+  for (int i = 0; i < reps; ++i) GPU_RETURN_IF_ERROR(hipMemcpyAsync(dst, src, bytes, kind, stream), "copy");
+  GPU_RETURN_IF_ERROR(hipEventRecord(stop.get(), stream), "hipEventRecord");
+  GPU_RETURN_IF_ERROR(hipEventSynchronize(stop.get()), "hipEventSynchronize");
+  float ms = 0;
+  GPU_RETURN_IF_ERROR(hipEventElapsedTime(&ms, start.get(), stop.get()), "hipEventElapsedTime");
+  return ms / 1e3;
+}
+
+}  // namespace
+
+StatusOr<CopyBandwidth> MeasureCopyBandwidth(int device, size_t bytes, int reps) {
+  GPU_RETURN_IF_ERROR(hipSetDevice(device), "hipSetDevice");
+  ASSIGN_OR_RETURN(Stream s, Stream::Create(0, "bandwidth"));
+  ASSIGN_OR_RETURN(DeviceBuffer dev, DeviceBuffer::Allocate(bytes, "bandwidth"));
+  ASSIGN_OR_RETURN(PinnedBuffer pinned, PinnedBuffer::Allocate(bytes, false, "bandwidth"));
+  std::vector<uint8_t> pageable(bytes, 1);
+  std::memset(pinned.get(), 1, bytes);
+  CopyBandwidth bw;
+  const double gb = static_cast<double>(bytes) * reps / 1e9;
+  ASSIGN_OR_RETURN(double t, TimeCopies(dev.get(), pinned.get(), bytes, reps, hipMemcpyHostToDevice, s.get()));
+  bw.h2d_pinned_gbs = gb / t;
+  ASSIGN_OR_RETURN(t, TimeCopies(dev.get(), pageable.data(), bytes, reps, hipMemcpyHostToDevice, s.get()));
+  bw.h2d_pageable_gbs = gb / t;
+  ASSIGN_OR_RETURN(t, TimeCopies(pinned.get(), dev.get(), bytes, reps, hipMemcpyDeviceToHost, s.get()));
+  bw.d2h_pinned_gbs = gb / t;
+  ASSIGN_OR_RETURN(t, TimeCopies(pageable.data(), dev.get(), bytes, reps, hipMemcpyDeviceToHost, s.get()));
+  bw.d2h_pageable_gbs = gb / t;
+  return bw;
+}
+
+StatusOr<double> MeasureH2dBoundFps(int device, size_t frame_bytes, int frames) {
+  GPU_RETURN_IF_ERROR(hipSetDevice(device), "hipSetDevice");
+  ASSIGN_OR_RETURN(Stream s, Stream::Create(0, "h2d bound"));
+  ASSIGN_OR_RETURN(DeviceBuffer dev, DeviceBuffer::Allocate(frame_bytes, "h2d bound"));
+  ASSIGN_OR_RETURN(PinnedBuffer pinned, PinnedBuffer::Allocate(frame_bytes, false, "h2d bound"));
+  std::memset(pinned.get(), 7, frame_bytes);
+  ASSIGN_OR_RETURN(double t, TimeCopies(dev.get(), pinned.get(), frame_bytes, frames, hipMemcpyHostToDevice, s.get()));
+  return frames / t;
+}
+
+StatusOr<std::vector<FrameTimes>> RunSerial(int device, const std::vector<const OwnedFrame*>& frames,
+                                            const std::vector<EncodeParams>& params) {
+  GPU_RETURN_IF_ERROR(hipSetDevice(device), "hipSetDevice");
+  hipStream_t legacy = nullptr;  // the default stream, on purpose: this is the anti-pattern
+  DeviceBuffer source, out, planes[3], levels, segments, segment_bytes, tables;
+  PinnedBuffer counts;
+  ASSIGN_OR_RETURN(counts, PinnedBuffer::Allocate(4096 * sizeof(uint32_t), true, "counts"));
+  ASSIGN_OR_RETURN(tables, DeviceBuffer::Allocate(sizeof(EncodeTables), "tables"));
+  int tables_quality = -1;
+  std::vector<FrameTimes> times;
+  std::vector<uint8_t> pageable_out, jpeg;
+  for (size_t i = 0; i < frames.size(); ++i) {
+    const FrameView& f = frames[i]->view;
+    FrameTimes t;
+    t.submitted = t.started = Clock::now();
+    ASSIGN_OR_RETURN(EncodePlan p, MakeEncodePlan(f, params[i]));
+    const size_t bytes = frames[i]->bytes.size();
+    RETURN_IF_ERROR(source.Reserve(bytes, "source"));
+    RETURN_IF_ERROR(out.Reserve(p.band_capacity * p.num_bands, "out"));
+    for (int c = 0; c < 3; ++c) RETURN_IF_ERROR(planes[c].Reserve(p.BandPlaneSize(c), "planes"));
+    RETURN_IF_ERROR(levels.Reserve(p.BandBlocks() * 128, "levels"));
+    const size_t segs = p.BandBlocks() / p.blocks_per_mcu / p.segment_mcus + 2;
+    RETURN_IF_ERROR(segments.Reserve(segs * p.segment_capacity, "segments"));
+    RETURN_IF_ERROR(segment_bytes.Reserve(segs * 4, "segment_bytes"));
+    if (tables_quality != p.quality) {
+      EncodeTables host;
+      BuildEncodeTables(p.quality, &host);
+      GPU_RETURN_IF_ERROR(hipMemcpy(tables.get(), &host, sizeof(host), hipMemcpyHostToDevice), "hipMemcpy(tables)");
+      tables_quality = p.quality;
+    }
+    // Synchronous copy from pageable memory.
+    GPU_RETURN_IF_ERROR(hipMemcpy(source.get(), frames[i]->bytes.data(), bytes, hipMemcpyHostToDevice), "hipMemcpy(upload)");
+    const PlaneGeometry g = PackedPlaneGeometry(f.format, f.width, f.height);
+    BandDeviceBuffers b{};
+    for (int c = 0; c < 3; ++c) {
+      b.source.plane[c] = source.get<uint8_t>() + g.offset[c];
+      b.source.stride[c] = g.row_bytes[c];
+      b.planes[c] = planes[c].get<uint8_t>();
+    }
+    b.levels = levels.get<int16_t>();
+    b.segments = segments.get<uint8_t>();
+    b.segment_bytes = segment_bytes.get<uint32_t>();
+    b.tables = tables.get<EncodeTables>();
+    for (int band = 0; band < p.num_bands; ++band) {
+      b.band_out = out.get<uint8_t>() + band * p.band_capacity;
+      b.band_bytes = counts.device_get<uint32_t>() + band;
+      RETURN_IF_ERROR(EnqueueBandStages(p, b, band, legacy));
+    }
+    // Whole-frame wait, then every band back with synchronous pageable copies.
+    GPU_RETURN_IF_ERROR(hipStreamSynchronize(legacy), "whole-frame wait");
+    jpeg.clear();
+    AppendJfifHeader(p, &jpeg);
+    for (int band = 0; band < p.num_bands; ++band) {
+      const uint32_t n = counts.get<uint32_t>()[band];
+      pageable_out.resize(n);
+      GPU_RETURN_IF_ERROR(hipMemcpy(pageable_out.data(), out.get<uint8_t>() + band * p.band_capacity, n,
+                                    hipMemcpyDeviceToHost), "hipMemcpy(readback)");
+      if (band == 0) t.first_byte = Clock::now();
+      jpeg.insert(jpeg.end(), pageable_out.begin(), pageable_out.end());
+    }
+    AppendJfifTrailer(&jpeg);
+    t.done = Clock::now();
+    times.push_back(t);
+  }
+  return times;
+}
+
+}  // namespace conveyor::bench

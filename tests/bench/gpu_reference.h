@@ -1,0 +1,29 @@
+// GPU measurements the pipeline benchmark compares against, taken in the same run:
+// the pinned H2D copy bound for a frame size, pinned against pageable bandwidth, and the
+// seed's anti-pattern (`serial`). Built only in GPU flavours; elsewhere they return
+// UNAVAILABLE.
+#pragma once
+
+#include <vector>
+
+#include "encode_params.h"
+#include "frame_source.h"
+#include "status.h"
+#include "worker.h"
+
+namespace conveyor::bench {
+
+struct CopyBandwidth {
+  double h2d_pinned_gbs = 0, h2d_pageable_gbs = 0, d2h_pinned_gbs = 0, d2h_pageable_gbs = 0;
+};
+StatusOr<CopyBandwidth> MeasureCopyBandwidth(int device, size_t bytes, int reps);
+
+// Frames/s of a loop of pinned H2D copies of `frame_bytes` each: no encoder can beat it.
+StatusOr<double> MeasureH2dBoundFps(int device, size_t frame_bytes, int frames);
+
+// One stream (the legacy default), synchronous pageable copies, readback after the whole
+// frame: what the seed's note starts from. Returns one FrameTimes per frame.
+StatusOr<std::vector<FrameTimes>> RunSerial(int device, const std::vector<const OwnedFrame*>& frames,
+                                            const std::vector<EncodeParams>& params);
+
+}  // namespace conveyor::bench

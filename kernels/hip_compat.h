@@ -32,7 +32,9 @@ using hipDeviceProp_t = cudaDeviceProp;
 #define hipHostMallocMapped cudaHostAllocMapped
 #define hipHostFree cudaFreeHost
 #define hipHostGetDevicePointer cudaHostGetDevicePointer
+#define hipMemcpy cudaMemcpy
 #define hipMemcpyAsync cudaMemcpyAsync
+using hipMemcpyKind = cudaMemcpyKind;
 #define hipMemcpyHostToDevice cudaMemcpyHostToDevice
 #define hipMemcpyDeviceToHost cudaMemcpyDeviceToHost
 #define hipStreamCreateWithPriority cudaStreamCreateWithPriority

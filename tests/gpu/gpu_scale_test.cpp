@@ -1,0 +1,217 @@
+// The GPU rendition scaler against the CPU one, byte for byte, over every format and a
+// ladder of sizes (down, up, mixed, 1x1, odd). Skips, saying why, where no GPU is usable;
+// built in every flavour like gpu_encoder_test, with the device code compiled only in
+// GPU flavours. Free of FFmpeg and gRPC so it runs as built on the GPU host.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "gpu_encoder.h"  // ProbeGpus
+#include "scale_cpu.h"
+#include "synthetic_frame.h"
+
+#if defined(CONVEYOR_GPU_NVIDIA) || defined(CONVEYOR_GPU_AMD)
+#include "gpu_runtime.h"
+#include "gpu_scale.h"
+#endif
+
+namespace conveyor {
+namespace {
+
+constexpr uint8_t kCanary = 0xCD;
+constexpr size_t kGuardBytes = 4096;  // after the destination, must stay kCanary
+
+const PixelFormat kAllFormats[] = {PixelFormat::kYuv420p, PixelFormat::kYuvj420p, PixelFormat::kNv12,
+                                   PixelFormat::kYuv422p, PixelFormat::kYuv444p, PixelFormat::kRgb24,
+                                   PixelFormat::kBgr24,   PixelFormat::kRgba,    PixelFormat::kBgra};
+
+#if defined(CONVEYOR_GPU_NVIDIA) || defined(CONVEYOR_GPU_AMD)
+
+// Uploads `frame` once (rows `pad` bytes wider than packed, to exercise strides), scales
+// it on the device and reads back the destination plus the guard behind it.
+StatusOr<std::vector<uint8_t>> ScaleOnDevice(const FrameView& frame, const ScalePlan& plan, int pad) {
+  GPU_RETURN_IF_ERROR(hipSetDevice(0), "hipSetDevice(0)");
+  ASSIGN_OR_RETURN(Stream stream, Stream::Create(0, "scale test stream"));
+  const PlaneGeometry g = PackedPlaneGeometry(frame.format, frame.width, frame.height);
+  std::vector<uint8_t> host;
+  size_t offset[3] = {0, 0, 0};
+  int stride[3] = {0, 0, 0};
+  for (int p = 0; p < plan.num_planes; ++p) {
+    offset[p] = host.size();
+    stride[p] = g.row_bytes[p] + pad;
+    host.resize(host.size() + static_cast<size_t>(stride[p]) * g.rows[p], 0);
+    for (int y = 0; y < g.rows[p]; ++y)
+      std::copy_n(frame.plane[p] + static_cast<size_t>(y) * frame.stride[p], g.row_bytes[p],
+                  host.begin() + offset[p] + static_cast<size_t>(y) * stride[p]);
+  }
+  ASSIGN_OR_RETURN(DeviceBuffer src, DeviceBuffer::Allocate(host.size(), "scale test source"));
+  ASSIGN_OR_RETURN(DeviceBuffer dst, DeviceBuffer::Allocate(plan.dst_size + kGuardBytes, "scale test destination"));
+  std::vector<uint8_t> out(plan.dst_size + kGuardBytes, kCanary);
+  GPU_RETURN_IF_ERROR(hipMemcpyAsync(src.get(), host.data(), host.size(), hipMemcpyHostToDevice, stream.get()),
+                      "upload source");
+  GPU_RETURN_IF_ERROR(hipMemcpyAsync(dst.get(), out.data(), out.size(), hipMemcpyHostToDevice, stream.get()),
+                      "fill destination");
+  SourcePlanes planes{};
+  for (int p = 0; p < plan.num_planes; ++p) {
+    planes.plane[p] = src.get<uint8_t>() + offset[p];
+    planes.stride[p] = stride[p];
+  }
+  RETURN_IF_ERROR(EnqueueScale(plan, planes, dst.get<uint8_t>(), stream.get()));
+  GPU_RETURN_IF_ERROR(hipMemcpyAsync(out.data(), dst.get(), out.size(), hipMemcpyDeviceToHost, stream.get()),
+                      "read back destination");
+  GPU_RETURN_IF_ERROR(hipStreamSynchronize(stream.get()), "hipStreamSynchronize");
+  return out;
+}
+
+// EnqueueScale's own argument checks, which need no upload.
+Status ExpectArgumentErrors(const ScalePlan& plan) {
+  ASSIGN_OR_RETURN(Stream stream, Stream::Create(0, "scale test stream"));
+  ASSIGN_OR_RETURN(DeviceBuffer buf, DeviceBuffer::Allocate(1 << 20, "scale test buffer"));
+  SourcePlanes planes{};
+  for (int p = 0; p < plan.num_planes; ++p) {
+    planes.plane[p] = buf.get<uint8_t>();
+    planes.stride[p] = plan.SrcRowBytes(p);
+  }
+  EXPECT_EQ(EnqueueScale(plan, planes, nullptr, stream.get()).code(), StatusCode::kInvalidArgument);
+  SourcePlanes bad = planes;
+  bad.plane[plan.num_planes - 1] = nullptr;
+  EXPECT_EQ(EnqueueScale(plan, bad, buf.get<uint8_t>(), stream.get()).code(), StatusCode::kInvalidArgument);
+  bad = planes;
+  bad.stride[0] -= 1;
+  EXPECT_EQ(EnqueueScale(plan, bad, buf.get<uint8_t>(), stream.get()).code(), StatusCode::kInvalidArgument);
+  GPU_RETURN_IF_ERROR(hipStreamSynchronize(stream.get()), "hipStreamSynchronize");
+  return OkStatus();
+}
+
+#else
+
+StatusOr<std::vector<uint8_t>> ScaleOnDevice(const FrameView&, const ScalePlan&, int) {
+  return Unavailable("built without a GPU backend");
+}
+Status ExpectArgumentErrors(const ScalePlan&) { return Unavailable("built without a GPU backend"); }
+
+#endif
+
+class GpuScaleTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const GpuProbe probe = ProbeGpus();
+    if (probe.devices.empty()) {
+      skip_reason_ = new std::string(probe.unavailable_reason);
+      return;
+    }
+    std::printf("GPU backend %s, device 0: %s\n", GpuBackendName(), probe.devices[0].name.c_str());
+  }
+  void SetUp() override {
+    if (skip_reason_ != nullptr) GTEST_SKIP() << "no GPU: " << *skip_reason_;
+  }
+
+  // Scales on both sides and requires identical bytes and an untouched guard.
+  void ExpectIdentical(const FrameView& frame, int dw, int dh, ScaleFilter filter, int pad = 0) {
+    const std::string what = std::to_string(frame.width) + "x" + std::to_string(frame.height) + " -> " +
+                             std::to_string(dw) + "x" + std::to_string(dh) + " " +
+                             PixelFormatName(frame.format) + " " + ScaleFilterName(filter) + " pad " +
+                             std::to_string(pad);
+    auto plan = MakeScalePlan(frame.format, frame.width, frame.height, dw, dh, filter);
+    ASSERT_TRUE(plan.ok()) << what << ": " << plan.status().ToString();
+    std::vector<uint8_t> cpu(plan->dst_size);
+    const Status s = ScaleFrameOnHost(frame, *plan, cpu.data());
+    ASSERT_TRUE(s.ok()) << what << ": " << s.ToString();
+    auto gpu = ScaleOnDevice(frame, *plan, pad);
+    ASSERT_TRUE(gpu.ok()) << what << ": " << gpu.status().ToString();
+    size_t first_diff = 0;
+    while (first_diff < cpu.size() && cpu[first_diff] == (*gpu)[first_diff]) ++first_diff;
+    ASSERT_EQ(first_diff, cpu.size()) << what << ": first differing byte at " << first_diff << " (cpu "
+                                      << int{cpu[first_diff]} << ", gpu " << int{(*gpu)[first_diff]} << ")";
+    for (size_t i = cpu.size(); i < gpu->size(); ++i)
+      ASSERT_EQ((*gpu)[i], kCanary) << what << ": kernel wrote " << i - cpu.size() << " bytes past the end";
+    ++cases_;
+    bytes_ += cpu.size();
+  }
+
+  static std::string* skip_reason_;
+
+ public:
+  static int cases_;
+  static size_t bytes_;
+};
+
+std::string* GpuScaleTest::skip_reason_ = nullptr;
+int GpuScaleTest::cases_ = 0;
+size_t GpuScaleTest::bytes_ = 0;
+
+TEST_F(GpuScaleTest, IdenticalOverTheRenditionLadder) {
+  const int ladder[][2] = {{1280, 720}, {640, 360}, {1, 1}, {3840, 2160}};
+  uint32_t seed = 1;
+  for (PixelFormat f : kAllFormats) {
+    const auto frame = testing::MakeSyntheticFrame(1920, 1080, f, seed++);
+    for (auto [w, h] : ladder) {
+      ExpectIdentical(frame.view, w, h, ScaleFilter::kAuto);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST_F(GpuScaleTest, IdenticalAtOddAndTinySizesWithEveryFilter) {
+  const int cases[][4] = {{17, 9, 33, 21}, {17, 9, 5, 3}, {1, 1, 1, 1}, {1, 1, 7, 3},
+                          {33, 21, 17, 9}, {100, 50, 50, 100}, {1919, 1079, 641, 359}};
+  uint32_t seed = 100;
+  for (auto [sw, sh, dw, dh] : cases)
+    for (PixelFormat f : kAllFormats) {
+      const auto frame = testing::MakeSyntheticFrame(sw, sh, f, seed++);
+      for (ScaleFilter filter : {ScaleFilter::kAuto, ScaleFilter::kArea, ScaleFilter::kBilinear}) {
+        ExpectIdentical(frame.view, dw, dh, filter);
+        if (HasFatalFailure()) return;
+      }
+    }
+}
+
+TEST_F(GpuScaleTest, IdenticalWithPaddedSourceStrides) {
+  for (PixelFormat f : {PixelFormat::kYuv420p, PixelFormat::kNv12, PixelFormat::kRgb24}) {
+    const auto frame = testing::MakeSyntheticFrame(1280, 720, f, 7);
+    for (int pad : {1, 64}) {
+      ExpectIdentical(frame.view, 854, 480, ScaleFilter::kAuto, pad);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST_F(GpuScaleTest, IdenticalAtExtremeAspectRatios) {
+  const int cases[][4] = {{16384, 16, 1280, 2}, {16, 16384, 3, 720}, {2, 2, 16384, 4}};
+  for (auto [sw, sh, dw, dh] : cases)
+    for (PixelFormat f : {PixelFormat::kYuv420p, PixelFormat::kRgba}) {
+      const auto frame = testing::MakeSyntheticFrame(sw, sh, f, sw + sh);
+      ExpectIdentical(frame.view, dw, dh, ScaleFilter::kAuto);
+      if (HasFatalFailure()) return;
+    }
+}
+
+TEST_F(GpuScaleTest, BadArgumentsAreAStatusNotACrash) {
+  for (PixelFormat f : {PixelFormat::kYuv420p, PixelFormat::kNv12, PixelFormat::kBgra}) {
+    const ScalePlan plan = MakeScalePlan(f, 64, 48, 32, 24).value();
+    const Status s = ExpectArgumentErrors(plan);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  // Still usable afterwards.
+  const auto frame = testing::MakeSyntheticFrame(64, 48, PixelFormat::kYuv420p, 1);
+  ExpectIdentical(frame.view, 32, 24, ScaleFilter::kAuto);
+}
+
+class Summary : public ::testing::EmptyTestEventListener {
+  void OnTestProgramEnd(const ::testing::UnitTest&) override {
+    std::printf("gpu-vs-cpu scale byte-identical cases: %d, bytes compared: %zu\n", GpuScaleTest::cases_,
+                GpuScaleTest::bytes_);
+  }
+};
+
+}  // namespace
+}  // namespace conveyor
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  ::testing::UnitTest::GetInstance()->listeners().Append(new conveyor::Summary);
+  return RUN_ALL_TESTS();
+}

@@ -28,7 +28,6 @@
 
 extern "C" {
 #include <libavcodec/avcodec.h>
-#include <libavutil/imgutils.h>
 #include <libavutil/log.h>
 #include <libavutil/pixdesc.h>
 }
@@ -39,7 +38,6 @@ namespace conformance {
 
 using conveyor::FailedPrecondition;
 using conveyor::Internal;
-using conveyor::InvalidArgument;
 using conveyor::OkStatus;
 using conveyor::PixelFormat;
 using conveyor::Status;
@@ -80,13 +78,6 @@ struct CompressDeleter {
   }
 };
 using CompressPtr = std::unique_ptr<jpeg_compress_struct, CompressDeleter>;
-
-struct FdCloser {
-  void operator()(int* fd) const {
-    if (*fd >= 0) close(*fd);
-    delete fd;
-  }
-};
 
 struct SpawnActionsDeleter {
   void operator()(posix_spawn_file_actions_t* a) const {
@@ -208,7 +199,11 @@ std::string SourceGraph(Content content, int gen_w, int gen_h) {
     case Content::kTestsrc2: return "testsrc2=" + size + ":rate=1";
     case Content::kTestsrc2Noise: return "testsrc2=" + size + ":rate=1,noise=alls=20:allf=t";
     case Content::kMandelbrot: return "mandelbrot=" + size + ":rate=1";
-    case Content::kGradients: return "gradients=" + size + ":rate=1:nb_colors=4:seed=1";
+    // Explicit colours: "random" (the default) draws from av_get_random_seed whatever
+    // the seed option says, so the picture would change from run to run.
+    case Content::kGradients:
+      return "gradients=" + size +
+             ":rate=1:nb_colors=4:c0=0x1f4fb0:c1=0xe8c040:c2=0x30a060:c3=0xc02870:seed=1";
     case Content::kSmpteBars: return "smptehdbars=" + size + ":rate=1";
   }
   return "";
@@ -344,7 +339,9 @@ void CaptureAvLog(void* avcl, int level, const char* fmt, va_list vl) {
   char line[1024];
   int print_prefix = 1;
   av_log_format_line2(avcl, level, fmt, vl, line, sizeof(line), &print_prefix);
-  g_av_log_sink->push_back(line);
+  std::string text(line);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  g_av_log_sink->push_back(text);
 }
 
 // Installs CaptureAvLog for the lifetime of the object (the suite runs tests serially).

@@ -29,7 +29,7 @@ enum class Content {
   kTestsrc2,       // testsrc2: colour bars, gradients, text; sharp edges, no noise
   kTestsrc2Noise,  // testsrc2 with temporal+uniform noise (alls=20): "camera-like"
   kMandelbrot,     // mandelbrot: fine detail and smooth colour ramps
-  kGradients,      // gradients with a fixed seed: smooth, low-frequency
+  kGradients,      // gradients, four fixed colours: smooth, low-frequency
   kSmpteBars,      // smptehdbars: flat saturated colours
 };
 const char* ContentName(Content c);

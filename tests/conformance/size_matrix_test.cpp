@@ -7,7 +7,7 @@
 
 #include <cstdio>
 #include <string>
-#include <tuple>
+#include <ostream>
 #include <vector>
 
 #include "conformance_checks.h"
@@ -24,6 +24,25 @@ using conveyor::Subsampling;
 struct Size {
   int w, h;
 };
+
+struct SizeCase {
+  Size size;
+  Subsampling sub;
+};
+
+void PrintTo(const SizeCase& c, std::ostream* os) {
+  *os << c.size.w << "x" << c.size.h << " " << conveyor::SubsamplingName(c.sub);
+}
+
+std::vector<SizeCase> AllSizeCases() {
+  std::vector<SizeCase> cases;
+  for (Size size : {Size{1, 1}, Size{17, 9}, Size{1919, 1079}, Size{3840, 2160}, Size{16384, 16}}) {
+    for (Subsampling sub : {Subsampling::k420, Subsampling::k422, Subsampling::k444}) {
+      cases.push_back({size, sub});
+    }
+  }
+  return cases;
+}
 
 // Lowest acceptable PSNR (dB; libjpeg-turbo RGB decode vs the rgb24 source, all channels)
 // per subsampling and quality. testsrc2 has sharp chroma edges, so 4:2:x output tops out
@@ -52,11 +71,11 @@ constexpr int kMaxDecoderDisagreement = 2;
 // decoded by libjpeg-turbo, compared with the source's exact JFIF luma).
 constexpr double kMaxLumaDeficitDb = 0.3;
 
-class SizeMatrixTest : public ::testing::TestWithParam<std::tuple<Size, Subsampling>> {};
+class SizeMatrixTest : public ::testing::TestWithParam<SizeCase> {};
 
 TEST_P(SizeMatrixTest, EncodesAndDecodesWithBothDecoders) {
-  const Size size = std::get<0>(GetParam());
-  const Subsampling sub = std::get<1>(GetParam());
+  const Size size = GetParam().size;
+  const Subsampling sub = GetParam().sub;
   auto rgb = RenderRgb(Content::kTestsrc2, size.w, size.h);
   ASSERT_TRUE(rgb.ok()) << rgb.status().message();
   const std::vector<uint8_t> luma = JfifLuma(*rgb);
@@ -109,20 +128,12 @@ TEST_P(SizeMatrixTest, EncodesAndDecodesWithBothDecoders) {
   std::fflush(stdout);
 }
 
-std::string SizeCaseName(const ::testing::TestParamInfo<std::tuple<Size, Subsampling>>& info) {
-  const Size s = std::get<0>(info.param);
-  return std::to_string(s.w) + "x" + std::to_string(s.h) + "_" +
-         conveyor::SubsamplingName(std::get<1>(info.param));
+std::string SizeCaseName(const ::testing::TestParamInfo<SizeCase>& info) {
+  return std::to_string(info.param.size.w) + "x" + std::to_string(info.param.size.h) + "_" +
+         conveyor::SubsamplingName(info.param.sub);
 }
 
-INSTANTIATE_TEST_SUITE_P(Sizes, SizeMatrixTest,
-                         ::testing::Combine(::testing::Values(Size{1, 1}, Size{17, 9},
-                                                              Size{1919, 1079}, Size{3840, 2160},
-                                                              Size{16384, 16}),
-                                            ::testing::Values(Subsampling::k420,
-                                                              Subsampling::k422,
-                                                              Subsampling::k444)),
-                         SizeCaseName);
+INSTANTIATE_TEST_SUITE_P(Sizes, SizeMatrixTest, ::testing::ValuesIn(AllSizeCases()), SizeCaseName);
 
 }  // namespace
 }  // namespace conformance

@@ -9,10 +9,6 @@ namespace {
 
 constexpr int kDefaultBandPixelRows = 128;
 
-// Worst case of one block in the standard tables: DC 11-bit code + 11 bits, then 63 AC
-// coefficients of 16-bit code + 10 bits. Every byte may need a stuffed zero after it.
-constexpr uint32_t kMaxBitsPerBlock = (11 + 11) + 63 * (16 + 10);
-
 }  // namespace
 
 int AutoRestartInterval(int mcus_x, int mcus_y) {
@@ -76,6 +72,7 @@ StatusOr<EncodePlan> MakeEncodePlan(const FrameView& frame, const EncodeParams& 
   p.num_bands = (p.mcus_y + p.band_mcu_rows - 1) / p.band_mcu_rows;
 
   const uint64_t segment_blocks = static_cast<uint64_t>(p.segment_mcus) * p.blocks_per_mcu;
+  // Every byte may need a stuffed zero after it.
   const uint64_t segment_bytes = 2 * ((segment_blocks * kMaxBitsPerBlock + 7) / 8) + 2;
   if (segment_bytes > UINT32_MAX) {
     return InvalidArgument("restart_interval " + std::to_string(params.restart_interval) +

@@ -20,6 +20,10 @@
 namespace conveyor {
 
 constexpr int kMaxBlocksPerMcu = 6;  // 4:2:0 -> 4 Y + Cb + Cr
+// Worst case of one block in the standard tables: DC 11-bit code + 11 bits, then 63 AC
+// coefficients of a 16-bit code + 10 bits.
+constexpr uint32_t kMaxBitsPerBlock = (11 + 11) + 63 * (16 + 10);
+constexpr uint32_t kMaxWordsPerBlock = (kMaxBitsPerBlock + 31) / 32;
 
 struct ComponentPlan {
   int h, v;         // sampling factors (luma 2x2 for 4:2:0, chroma always 1x1)
@@ -78,6 +82,16 @@ struct EncodePlan {
   }
   CONVEYOR_HD size_t BandBlocks() const {
     return static_cast<size_t>(band_mcu_rows) * mcus_x * blocks_per_mcu;
+  }
+  // Most segments any band can hold (a band may start and end mid-segment only when
+  // it is the frame's last).
+  CONVEYOR_HD size_t MaxBandSegments() const {
+    return static_cast<size_t>(band_mcu_rows) * mcus_x / segment_mcus + 2;
+  }
+  // 32-bit words of one segment's unstuffed bitstream, worst case, plus slack for the
+  // padding bits.
+  CONVEYOR_HD size_t SegmentWordCapacity() const {
+    return static_cast<size_t>(segment_mcus) * blocks_per_mcu * kMaxWordsPerBlock + 2;
   }
 };
 

@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "gpu_band_scratch.h"
 #include "gpu_runtime.h"
 #include "gpu_stages.h"
 #include "jfif_writer.h"
@@ -60,7 +61,8 @@ struct GpuJpegEncoder::Impl {
   PinnedBuffer tables_host;  // EncodeTables for the H2D copy
   int tables_quality = -1;
 
-  DeviceBuffer source, planes[3], levels, segments, segment_bytes, out, tables;
+  DeviceBuffer source, out, tables;
+  BandScratch scratch;
 
   Status Reserve(const EncodePlan& p, size_t frame_bytes);
   Status Run(const FrameView& frame, const EncodePlan& p, size_t frame_bytes,
@@ -68,16 +70,13 @@ struct GpuJpegEncoder::Impl {
 };
 
 Status GpuJpegEncoder::Impl::Reserve(const EncodePlan& p, size_t frame_bytes) {
-  const size_t band_segments = p.BandBlocks() / p.blocks_per_mcu / p.segment_mcus + 2;
   RETURN_IF_ERROR(staging_in.Reserve(frame_bytes, "staging_in"));
   RETURN_IF_ERROR(staging_out.Reserve(p.band_capacity * p.num_bands, "staging_out"));
   RETURN_IF_ERROR(band_bytes.Reserve(sizeof(uint32_t) * p.num_bands, "band_bytes"));
   RETURN_IF_ERROR(tables_host.Reserve(sizeof(EncodeTables), "tables_host"));
   RETURN_IF_ERROR(source.Reserve(frame_bytes, "source"));
-  for (int c = 0; c < 3; ++c) RETURN_IF_ERROR(planes[c].Reserve(p.BandPlaneSize(c), "planes"));
-  RETURN_IF_ERROR(levels.Reserve(p.BandBlocks() * 64 * sizeof(int16_t), "levels"));
-  RETURN_IF_ERROR(segments.Reserve(band_segments * p.segment_capacity, "segments"));
-  RETURN_IF_ERROR(segment_bytes.Reserve(band_segments * sizeof(uint32_t), "segment_bytes"));
+  // Every stream is idle between Encode() calls, so growing needs no wait.
+  RETURN_IF_ERROR(scratch.Reserve(p, [] { return OkStatus(); }));
   RETURN_IF_ERROR(out.Reserve(p.band_capacity * p.num_bands, "out"));
   RETURN_IF_ERROR(tables.Reserve(sizeof(EncodeTables), "tables"));
   while (band_done.size() < static_cast<size_t>(p.num_bands)) {
@@ -121,11 +120,8 @@ Status GpuJpegEncoder::Impl::Run(const FrameView& frame, const EncodePlan& p,
   for (int c = 0; c < 3; ++c) {
     b.source.plane[c] = source.get<uint8_t>() + g.offset[c];
     b.source.stride[c] = g.row_bytes[c];
-    b.planes[c] = planes[c].get<uint8_t>();
   }
-  b.levels = levels.get<int16_t>();
-  b.segments = segments.get<uint8_t>();
-  b.segment_bytes = segment_bytes.get<uint32_t>();
+  scratch.Fill(&b);
   b.tables = tables.get<EncodeTables>();
   for (int band = 0; band < p.num_bands; ++band) {
     b.band_out = out.get<uint8_t>() + band * p.band_capacity;

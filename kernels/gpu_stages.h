@@ -20,12 +20,21 @@ struct BandDeviceBuffers {
   SourcePlanes source;          // the uploaded frame
   uint8_t* planes[3];           // stage 1 -> 2, BandPlaneSize(c) each
   int16_t* levels;              // stage 2 -> 3, BandBlocks() * 64
+  uint32_t* block_words;        // stage 3a -> 3b, kMaxWordsPerBlock per block
+  uint32_t* block_bits;         // stage 3a -> 3b, one per block
+  uint32_t* segment_words;      // stage 3b, SegmentWordCapacity() per band-local segment
   uint8_t* segments;            // stage 3 -> 4, segment_capacity per band-local segment
   uint32_t* segment_bytes;      // stage 3 -> 4, one per band-local segment
   uint8_t* band_out;            // stage 4 output for this band (band_capacity)
   uint32_t* band_bytes;         // stage 4: this band's byte count (mapped host memory)
   const EncodeTables* tables;   // device copy
 };
+
+// Bytes of each band-local scratch buffer above for this plan (planes excluded).
+struct BandScratchSizes {
+  size_t levels, block_words, block_bits, segment_words, segments, segment_bytes;
+};
+BandScratchSizes ScratchSizes(const EncodePlan& plan);
 
 // Stages 1-4 of `band`, enqueued on `stream`. Returns launch errors only; execution
 // errors surface at the next wait on the stream or an event recorded after.

@@ -12,7 +12,8 @@ namespace {
 
 constexpr int kColorTile = 16;       // 16x16 threads, one per output sample
 constexpr int kDctBlocksPerCta = 8;  // 8 blocks x 8 rows = 64 threads
-constexpr int kHuffmanThreads = 64;  // one thread per segment
+constexpr int kBlockCodeThreads = 128;  // one thread per block
+constexpr int kSegmentThreads = 128;    // one CTA per segment
 constexpr int kPackThreads = 256;
 
 // Stage 1. z = 0 fills the luma plane, z = 1 both chroma planes.
@@ -55,14 +56,118 @@ __global__ void DctKernel(EncodePlan p, BandDeviceBuffers b, int band) {
   }
 }
 
-// Stage 3. One thread codes one restart segment.
-__global__ void HuffmanKernel(EncodePlan p, BandDeviceBuffers b, int band) {
-  const int local = blockIdx.x * blockDim.x + threadIdx.x;
-  if (local >= p.BandSegments(band)) return;
+// Stage 3a. One thread codes one block into its own raw bit buffer. DC prediction needs
+// only the previous block's DC level, which stage 2 has already written, so every block
+// is independent. The Huffman tables sit in shared memory.
+__global__ void BlockCodeKernel(EncodePlan p, BandDeviceBuffers b, int band) {
+  __shared__ HuffTable dc[2], ac[2];
+  {
+    const uint32_t* src = reinterpret_cast<const uint32_t*>(&b.tables->dc[0]);
+    uint32_t* dst = reinterpret_cast<uint32_t*>(&dc[0]);
+    for (int i = threadIdx.x; i < static_cast<int>(2 * sizeof(HuffTable) / 4); i += blockDim.x) dst[i] = src[i];
+    src = reinterpret_cast<const uint32_t*>(&b.tables->ac[0]);
+    dst = reinterpret_cast<uint32_t*>(&ac[0]);
+    for (int i = threadIdx.x; i < static_cast<int>(2 * sizeof(HuffTable) / 4); i += blockDim.x) dst[i] = src[i];
+  }
+  __syncthreads();
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= p.BandMcus(band) * p.blocks_per_mcu) return;
+  const int cls = p.comp[p.block_comp[i % p.blocks_per_mcu]].quant;
+  const int prev = PreviousBlockSameComponent(p, band, i);
+  int32_t last_dc = prev < 0 ? 0 : b.levels[static_cast<size_t>(prev) * 64];
+  WordWriter w{b.block_words + static_cast<size_t>(i) * kMaxWordsPerBlock, 0, 0, 0, 0};
+  EncodeBlock(w, b.levels + static_cast<size_t>(i) * 64, &last_dc, dc[cls], ac[cls]);
+  FlushWords(w);
+  b.block_bits[i] = w.total_bits;
+}
+
+// Exclusive prefix sum of one value per thread across the CTA; returns the total.
+__device__ uint32_t CtaExclusiveScan(uint32_t value, uint32_t* shared, uint32_t* prefix) {
+  shared[threadIdx.x] = value;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    uint32_t running = 0;
+    for (unsigned t = 0; t < blockDim.x; ++t) {
+      const uint32_t v = shared[t];
+      shared[t] = running;
+      running += v;
+    }
+    shared[blockDim.x] = running;
+  }
+  __syncthreads();
+  *prefix = shared[threadIdx.x];
+  const uint32_t total = shared[blockDim.x];
+  __syncthreads();
+  return total;
+}
+
+__device__ inline uint8_t StreamByte(const uint32_t* words, uint32_t j) {
+  return static_cast<uint8_t>(words[j >> 2] >> (24 - 8 * (j & 3)));
+}
+
+// Stage 3b. One CTA assembles one restart segment: a prefix sum of its blocks' bit
+// lengths, every block ORed into place at its bit offset, the 1-bit padding, then byte
+// stuffing with a second prefix sum for the output positions. The result is the bytes
+// EncodeSegment writes for the same segment.
+__global__ void SegmentAssembleKernel(EncodePlan p, BandDeviceBuffers b, int band) {
+  __shared__ uint32_t scan[kSegmentThreads + 1];
+  const int local = blockIdx.x;
+  const int band_first = p.BandFirstMcu(band);
+  const int band_end = band_first + p.BandMcus(band);
   const int segment = p.BandFirstSegment(band) + local;
+  const int mcu0 = max(segment * p.segment_mcus, band_first);
+  const int mcu1 = min((segment + 1) * p.segment_mcus, band_end);
+  const int b0 = (mcu0 - band_first) * p.blocks_per_mcu;
+  const int n = (mcu1 - mcu0) * p.blocks_per_mcu;
+  const int chunk = (n + blockDim.x - 1) / blockDim.x;
+  const int t0 = min(n, static_cast<int>(threadIdx.x) * chunk);
+  const int t1 = min(n, t0 + chunk);
+
+  // Bit offset of this thread's first block, and the segment's length in bits.
+  uint32_t mine = 0;
+  for (int k = t0; k < t1; ++k) mine += b.block_bits[b0 + k];
+  uint32_t offset;
+  const uint32_t total_bits = CtaExclusiveScan(mine, scan, &offset);
+
+  uint32_t* words = b.segment_words + static_cast<size_t>(local) * p.SegmentWordCapacity();
+  const uint32_t nwords = (total_bits + 31) / 32 + 1;
+  for (uint32_t w = threadIdx.x; w < nwords; w += blockDim.x) words[w] = 0;
+  __syncthreads();
+  for (int k = t0; k < t1; ++k) {
+    const uint32_t bits = b.block_bits[b0 + k];
+    const uint32_t* src = b.block_words + static_cast<size_t>(b0 + k) * kMaxWordsPerBlock;
+    for (uint32_t q = 0; q * 32 < bits; ++q) {
+      const uint32_t pos = offset + 32 * q;
+      const uint32_t shift = pos % 32;
+      atomicOr(&words[pos / 32], src[q] >> shift);
+      if (shift != 0) atomicOr(&words[pos / 32 + 1], src[q] << (32 - shift));
+    }
+    offset += bits;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0 && total_bits % 8 != 0) {
+    const uint32_t pad = 8 - total_bits % 8;  // 1-bits up to the byte boundary
+    words[total_bits / 32] |= ((1u << pad) - 1) << (32 - total_bits % 32 - pad);
+  }
+  __syncthreads();
+
+  // Byte stuffing: each thread takes a run of bytes; a second scan places its output.
+  const uint32_t nbytes = (total_bits + 7) / 8;
+  const uint32_t bchunk = (nbytes + blockDim.x - 1) / blockDim.x;
+  const uint32_t j0 = min(nbytes, threadIdx.x * bchunk);
+  const uint32_t j1 = min(nbytes, j0 + bchunk);
+  uint32_t ff = 0;
+  for (uint32_t j = j0; j < j1; ++j) ff += StreamByte(words, j) == 0xFF;
+  uint32_t before;
+  const uint32_t total_ff = CtaExclusiveScan(ff, scan, &before);
   uint8_t* out = b.segments + static_cast<size_t>(local) * p.segment_capacity;
-  b.segment_bytes[local] =
-      EncodeSegment(p, *b.tables, b.levels, band, segment, out, p.segment_capacity);
+  uint32_t pos = j0 + before;
+  for (uint32_t j = j0; j < j1; ++j) {
+    const uint8_t byte = StreamByte(words, j);
+    out[pos++] = byte;
+    if (byte == 0xFF) out[pos++] = 0x00;
+  }
+  if (threadIdx.x == 0) b.segment_bytes[local] = nbytes + total_ff;
 }
 
 // Stage 4. One CTA packs the band: every thread walks the segment lengths (a band has
@@ -93,6 +198,19 @@ __global__ void PackKernel(EncodePlan p, BandDeviceBuffers b, int band) {
 
 }  // namespace
 
+BandScratchSizes ScratchSizes(const EncodePlan& p) {
+  BandScratchSizes s;
+  const size_t blocks = p.BandBlocks();
+  const size_t segments = p.MaxBandSegments();
+  s.levels = blocks * 64 * sizeof(int16_t);
+  s.block_words = blocks * kMaxWordsPerBlock * sizeof(uint32_t);
+  s.block_bits = blocks * sizeof(uint32_t);
+  s.segment_words = segments * p.SegmentWordCapacity() * sizeof(uint32_t);
+  s.segments = segments * p.segment_capacity;
+  s.segment_bytes = segments * sizeof(uint32_t);
+  return s;
+}
+
 Status EnqueueBandStages(const EncodePlan& p, const BandDeviceBuffers& b, int band,
                          hipStream_t stream) {
   const std::string where = " (band " + std::to_string(band) + ")";
@@ -121,10 +239,13 @@ Status EnqueueBandStages(const EncodePlan& p, const BandDeviceBuffers& b, int ba
     GPU_RETURN_IF_ERROR(hipGetLastError(), "launch DctKernel" + where);
   }
   {
-    const int segments = p.BandSegments(band);
-    const dim3 grid((segments + kHuffmanThreads - 1) / kHuffmanThreads);
-    hipLaunchKernelGGL(HuffmanKernel, grid, dim3(kHuffmanThreads), 0, stream, p, b, band);
-    GPU_RETURN_IF_ERROR(hipGetLastError(), "launch HuffmanKernel" + where);
+    const int blocks = p.BandMcus(band) * p.blocks_per_mcu;
+    const dim3 grid((blocks + kBlockCodeThreads - 1) / kBlockCodeThreads);
+    hipLaunchKernelGGL(BlockCodeKernel, grid, dim3(kBlockCodeThreads), 0, stream, p, b, band);
+    GPU_RETURN_IF_ERROR(hipGetLastError(), "launch BlockCodeKernel" + where);
+    hipLaunchKernelGGL(SegmentAssembleKernel, dim3(p.BandSegments(band)), dim3(kSegmentThreads), 0, stream, p, b,
+                       band);
+    GPU_RETURN_IF_ERROR(hipGetLastError(), "launch SegmentAssembleKernel" + where);
   }
   hipLaunchKernelGGL(PackKernel, dim3(1), dim3(kPackThreads), 0, stream, p, b, band);
   GPU_RETURN_IF_ERROR(hipGetLastError(), "launch PackKernel" + where);

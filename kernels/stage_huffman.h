@@ -1,7 +1,9 @@
-// Stage 3: Huffman coding of one restart segment with the standard tables. Segments are
-// independent (DC prediction restarts at each), so the GPU codes them one thread each
-// and the CPU in a loop. Output bytes are already stuffed (0xFF -> 0xFF 0x00) and the
-// last byte is padded with 1-bits, so a segment is final on its own.
+// Stage 3: Huffman coding with the standard tables. EncodeSegment is the definition: a
+// restart segment coded block after block, bytes stuffed (0xFF -> 0xFF 0x00) and the
+// last byte padded with 1-bits, so a segment is final on its own. The CPU runs it as
+// it is. The GPU codes each block on its own thread into a WordWriter (raw bits, no
+// stuffing) and then assembles each segment in parallel (gpu_stages.hip); the bits are
+// the same because EncodeBlock is the same.
 #pragma once
 
 #include "encode_plan.h"
@@ -54,8 +56,35 @@ CONVEYOR_HD inline void FlushWithPadding(BitWriter& w) {
   }
 }
 
+// Raw bits packed into 32-bit words, most significant bit first: one block's code on
+// the GPU, before segments are assembled and stuffed.
+struct WordWriter {
+  uint32_t* words;
+  uint32_t count;       // words written
+  uint64_t acc;
+  int nbits;
+  uint32_t total_bits;
+};
+
+CONVEYOR_HD inline void PutBits(WordWriter& w, uint32_t bits, int size) {
+  w.acc = (w.acc << size) | bits;
+  w.nbits += size;
+  w.total_bits += size;
+  if (w.nbits >= 32) {
+    w.nbits -= 32;
+    w.words[w.count++] = static_cast<uint32_t>(w.acc >> w.nbits);
+  }
+}
+
+// Writes the last partial word, left-aligned with zeros after the valid bits.
+CONVEYOR_HD inline void FlushWords(WordWriter& w) {
+  if (w.nbits > 0) w.words[w.count++] = static_cast<uint32_t>(w.acc << (32 - w.nbits));
+  w.nbits = 0;
+}
+
 // Magnitude category and the bits that follow it (T.81 F.1.2.1/F.1.2.2).
-CONVEYOR_HD inline void PutValue(BitWriter& w, const HuffTable& t, int symbol_high, int32_t v) {
+template <class Writer>
+CONVEYOR_HD inline void PutValue(Writer& w, const HuffTable& t, int symbol_high, int32_t v) {
   uint32_t magnitude = static_cast<uint32_t>(v < 0 ? -v : v);
   const int n = BitLength(magnitude);
   const uint32_t extra = static_cast<uint32_t>(v < 0 ? v - 1 : v) & ((1u << n) - 1);
@@ -65,7 +94,8 @@ CONVEYOR_HD inline void PutValue(BitWriter& w, const HuffTable& t, int symbol_hi
 
 // Codes one block of quantised levels (zigzag order) given the previous DC level of
 // its component.
-CONVEYOR_HD inline void EncodeBlock(BitWriter& w, const int16_t* levels, int32_t* last_dc,
+template <class Writer>
+CONVEYOR_HD inline void EncodeBlock(Writer& w, const int16_t* levels, int32_t* last_dc,
                                     const HuffTable& dc, const HuffTable& ac) {
   const int32_t diff = levels[0] - *last_dc;
   *last_dc = levels[0];
@@ -115,6 +145,20 @@ CONVEYOR_HD inline uint32_t EncodeSegment(const EncodePlan& p, const EncodeTable
   }
   FlushWithPadding(w);
   return w.overflow ? UINT32_MAX : w.pos;
+}
+
+// The band-local index of the block coded before block `i` in the same component and the
+// same restart segment, or -1 when block i starts its component's DC prediction.
+CONVEYOR_HD inline int PreviousBlockSameComponent(const EncodePlan& p, int band, int i) {
+  const int mcu = i / p.blocks_per_mcu;
+  const int j = i - mcu * p.blocks_per_mcu;
+  const int c = p.block_comp[j];
+  if (j > 0 && p.block_comp[j - 1] == c) return i - 1;
+  const int global_mcu = p.BandFirstMcu(band) + mcu;
+  if (global_mcu % p.segment_mcus == 0) return -1;  // first MCU of its segment
+  int last = j;
+  while (last + 1 < p.blocks_per_mcu && p.block_comp[last + 1] == c) ++last;
+  return (mcu - 1) * p.blocks_per_mcu + last;
 }
 
 // Stage 4 helper: the marker that follows segment `segment`, if any (none after the last).

@@ -17,6 +17,7 @@
 
 #include "encode_plan.h"
 #include "frame_queue.h"
+#include "gpu_band_scratch.h"
 #include "gpu_encoder.h"
 #include "gpu_runtime.h"
 #include "gpu_stages.h"
@@ -190,23 +191,15 @@ class GpuWorker : public Worker {
     return entry.device.get<const EncodeTables>();
   }
 
-  // Grows a buffer used by the encode stream; waits for that stream first because work
-  // queued on it may still read the old one. Only happens when a frame needs more than
-  // any before it.
-  Status GrowScratch(DeviceBuffer* b, size_t size, const char* what) {
-    if (b->size() >= size && b->get() != nullptr) return OkStatus();
-    GPU_RETURN_IF_ERROR(hipStreamSynchronize(encode_.get()), "hipStreamSynchronize(encode) before growing scratch");
-    device_bytes_ += size - b->size();
-    return b->Reserve(size, what);
-  }
-
-  // Scratch shared by every slot, used only on the encode stream.
+  // Scratch shared by every slot, used only on the encode stream. Growing waits for that
+  // stream first; it happens only when a frame needs more than any before it.
   Status ReserveScratch(const EncodePlan& p) {
-    for (int c = 0; c < 3; ++c) RETURN_IF_ERROR(GrowScratch(&planes_[c], p.BandPlaneSize(c), "planes"));
-    RETURN_IF_ERROR(GrowScratch(&levels_, p.BandBlocks() * 64 * sizeof(int16_t), "levels"));
-    const size_t segs = p.BandBlocks() / p.blocks_per_mcu / p.segment_mcus + 2;
-    RETURN_IF_ERROR(GrowScratch(&segments_, segs * p.segment_capacity, "segments"));
-    return GrowScratch(&segment_bytes_, segs * sizeof(uint32_t), "segment_bytes");
+    const uint64_t before = scratch_.bytes();
+    RETURN_IF_ERROR(scratch_.Reserve(p, [this] {
+      return GpuStatus(hipStreamSynchronize(encode_.get()), "hipStreamSynchronize(encode) before growing scratch");
+    }));
+    device_bytes_ += scratch_.bytes() - before;
+    return OkStatus();
   }
 
   FrameView LargestFrameShape(std::vector<uint8_t>* storage) const {
@@ -283,11 +276,8 @@ class GpuWorker : public Worker {
       for (int c = 0; c < 3; ++c) {
         b.source.plane[c] = s.source.get<uint8_t>() + s.geometry.offset[c];
         b.source.stride[c] = s.geometry.row_bytes[c];
-        b.planes[c] = planes_[c].get<uint8_t>();
       }
-      b.levels = levels_.get<int16_t>();
-      b.segments = segments_.get<uint8_t>();
-      b.segment_bytes = segment_bytes_.get<uint32_t>();
+      scratch_.Fill(&b);
       b.tables = tables[r];
       for (int band = 0; band < p.num_bands; ++band, ++flat) {
         b.band_out = s.out.get<uint8_t>() + s.out_offset[r] + band * p.band_capacity;
@@ -432,7 +422,7 @@ class GpuWorker : public Worker {
   SlotPool pool_;
   std::vector<Slot> slots_;
   std::map<int, TablesEntry> tables_;  // issue thread only
-  DeviceBuffer planes_[3], levels_, segments_, segment_bytes_;
+  BandScratch scratch_;
   FrameQueue<int> issue_queue_, delivery_queue_;
   std::thread issue_thread_, delivery_thread_;
   std::mutex recover_mu_;

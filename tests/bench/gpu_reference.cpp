@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "encode_plan.h"
+#include "gpu_band_scratch.h"
 #include "gpu_runtime.h"
 #include "gpu_stages.h"
 #include "jfif_writer.h"
@@ -64,7 +65,8 @@ StatusOr<std::vector<FrameTimes>> RunSerial(int device, const std::vector<const 
                                             const std::vector<EncodeParams>& params) {
   GPU_RETURN_IF_ERROR(hipSetDevice(device), "hipSetDevice");
   hipStream_t legacy = nullptr;  // the default stream, on purpose: this is the anti-pattern
-  DeviceBuffer source, out, planes[3], levels, segments, segment_bytes, tables;
+  DeviceBuffer source, out, tables;
+  BandScratch scratch;
   PinnedBuffer counts;
   ASSIGN_OR_RETURN(counts, PinnedBuffer::Allocate(4096 * sizeof(uint32_t), true, "counts"));
   ASSIGN_OR_RETURN(tables, DeviceBuffer::Allocate(sizeof(EncodeTables), "tables"));
@@ -79,11 +81,7 @@ StatusOr<std::vector<FrameTimes>> RunSerial(int device, const std::vector<const 
     const size_t bytes = frames[i]->bytes.size();
     RETURN_IF_ERROR(source.Reserve(bytes, "source"));
     RETURN_IF_ERROR(out.Reserve(p.band_capacity * p.num_bands, "out"));
-    for (int c = 0; c < 3; ++c) RETURN_IF_ERROR(planes[c].Reserve(p.BandPlaneSize(c), "planes"));
-    RETURN_IF_ERROR(levels.Reserve(p.BandBlocks() * 128, "levels"));
-    const size_t segs = p.BandBlocks() / p.blocks_per_mcu / p.segment_mcus + 2;
-    RETURN_IF_ERROR(segments.Reserve(segs * p.segment_capacity, "segments"));
-    RETURN_IF_ERROR(segment_bytes.Reserve(segs * 4, "segment_bytes"));
+    RETURN_IF_ERROR(scratch.Reserve(p, [] { return OkStatus(); }));  // each frame ends with a full wait
     if (tables_quality != p.quality) {
       EncodeTables host;
       BuildEncodeTables(p.quality, &host);
@@ -97,11 +95,8 @@ StatusOr<std::vector<FrameTimes>> RunSerial(int device, const std::vector<const 
     for (int c = 0; c < 3; ++c) {
       b.source.plane[c] = source.get<uint8_t>() + g.offset[c];
       b.source.stride[c] = g.row_bytes[c];
-      b.planes[c] = planes[c].get<uint8_t>();
     }
-    b.levels = levels.get<int16_t>();
-    b.segments = segments.get<uint8_t>();
-    b.segment_bytes = segment_bytes.get<uint32_t>();
+    scratch.Fill(&b);
     b.tables = tables.get<EncodeTables>();
     for (int band = 0; band < p.num_bands; ++band) {
       b.band_out = out.get<uint8_t>() + band * p.band_capacity;

@@ -1,0 +1,30 @@
+// The device buffers the stages of one band pass to each other, owned together. They are
+// reused band after band and frame after frame by whoever owns the encode stream: every
+// stage runs on that one stream in order, so one set is enough.
+#pragma once
+
+#include <functional>
+
+#include "encode_plan.h"
+#include "gpu_runtime.h"
+#include "gpu_stages.h"
+
+namespace conveyor {
+
+class BandScratch {
+ public:
+  // Grows every buffer to fit `plan`. When one has to be replaced, `before_grow` runs
+  // first: it must wait for the encode stream, whose queued work may still use the old
+  // buffer.
+  Status Reserve(const EncodePlan& plan, const std::function<Status()>& before_grow);
+
+  // Points the scratch fields of `b` (planes through segment_bytes) at these buffers.
+  void Fill(BandDeviceBuffers* b) const;
+
+  uint64_t bytes() const;
+
+ private:
+  DeviceBuffer planes_[3], levels_, block_words_, block_bits_, segment_words_, segments_, segment_bytes_;
+};
+
+}  // namespace conveyor

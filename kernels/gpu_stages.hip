@@ -14,7 +14,7 @@ constexpr int kColorTile = 16;       // 16x16 threads, one per output sample
 constexpr int kDctBlocksPerCta = 8;  // 8 blocks x 8 rows = 64 threads
 constexpr int kBlockCodeThreads = 128;  // one thread per block
 constexpr int kSegmentThreads = 128;    // one CTA per segment
-constexpr int kPackThreads = 256;
+constexpr int kPackThreads = 128;  // one CTA per segment; a power of two for the reduction
 
 // Stage 1. z = 0 fills the luma plane, z = 1 both chroma planes.
 template <LayoutKind K>
@@ -170,30 +170,45 @@ __global__ void SegmentAssembleKernel(EncodePlan p, BandDeviceBuffers b, int ban
   if (threadIdx.x == 0) b.segment_bytes[local] = nbytes + total_ff;
 }
 
-// Stage 4. One CTA packs the band: every thread walks the segment lengths (a band has
-// at most a few hundred segments) and copies its share of each segment's bytes. The byte
-// count goes to mapped host memory so the host can size the band's readback without
-// another copy; UINT32_MAX there reports a segment that did not fit (never expected: the
-// plan sizes segments for the worst case).
+// Stage 4. One CTA per segment: its offset in the band is the sum of the earlier
+// segments' sizes and markers (a CTA-wide reduction; a band has at most a few hundred
+// segments), then its threads copy it into place. The last CTA also writes the band's
+// byte count to mapped host memory, so the host can size the band's readback without
+// another copy; UINT32_MAX there reports a segment that did not fit (never expected:
+// the plan sizes segments for the worst case).
 __global__ void PackKernel(EncodePlan p, BandDeviceBuffers b, int band) {
+  __shared__ uint32_t partial[kPackThreads];
+  __shared__ uint32_t overflow;
+  const int s = blockIdx.x;
   const int segments = p.BandSegments(band);
   const int first = p.BandFirstSegment(band);
-  uint32_t offset = 0;
-  for (int s = 0; s < segments; ++s) {
-    const uint32_t n = b.segment_bytes[s];
-    if (n > p.segment_capacity) {
-      if (threadIdx.x == 0) *b.band_bytes = UINT32_MAX;
-      return;
-    }
-    const uint8_t* src = b.segments + static_cast<size_t>(s) * p.segment_capacity;
-    for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) b.band_out[offset + i] = src[i];
-    offset += n;
+  if (threadIdx.x == 0) overflow = 0;
+  __syncthreads();
+  uint32_t sum = 0;
+  for (int k = threadIdx.x; k < s; k += blockDim.x) {
+    const uint32_t n = b.segment_bytes[k];
+    if (n > p.segment_capacity) overflow = 1;
     uint8_t marker[2];
-    const int m = WriteRestartMarker(p, first + s, marker);
-    if (threadIdx.x < m) b.band_out[offset + threadIdx.x] = marker[threadIdx.x];
-    offset += m;
+    sum += n + WriteRestartMarker(p, first + k, marker);
   }
-  if (threadIdx.x == 0) *b.band_bytes = offset;
+  partial[threadIdx.x] = sum;
+  __syncthreads();
+  for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
+    __syncthreads();
+  }
+  const uint32_t offset = partial[0];
+  const uint32_t n = b.segment_bytes[s];
+  if (overflow != 0 || n > p.segment_capacity) {
+    if (threadIdx.x == 0 && s == segments - 1) *b.band_bytes = UINT32_MAX;
+    return;
+  }
+  const uint8_t* src = b.segments + static_cast<size_t>(s) * p.segment_capacity;
+  for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) b.band_out[offset + i] = src[i];
+  uint8_t marker[2];
+  const int m = WriteRestartMarker(p, first + s, marker);
+  if (static_cast<int>(threadIdx.x) < m) b.band_out[offset + n + threadIdx.x] = marker[threadIdx.x];
+  if (threadIdx.x == 0 && s == segments - 1) *b.band_bytes = offset + n + m;
 }
 
 }  // namespace
@@ -247,7 +262,7 @@ Status EnqueueBandStages(const EncodePlan& p, const BandDeviceBuffers& b, int ba
                        band);
     GPU_RETURN_IF_ERROR(hipGetLastError(), "launch SegmentAssembleKernel" + where);
   }
-  hipLaunchKernelGGL(PackKernel, dim3(1), dim3(kPackThreads), 0, stream, p, b, band);
+  hipLaunchKernelGGL(PackKernel, dim3(p.BandSegments(band)), dim3(kPackThreads), 0, stream, p, b, band);
   GPU_RETURN_IF_ERROR(hipGetLastError(), "launch PackKernel" + where);
   return OkStatus();
 }

@@ -78,7 +78,7 @@ class CpuWorker : public Worker {
       Status status =
           options_.test_fault ? options_.test_fault("cpu encode").WithContext("cpu encode") : OkStatus();
       for (size_t r = 0; status.ok() && r < s.request.renditions.size(); ++r) {
-        auto jpeg = encoder_.Encode(s.view, s.request.renditions[r].params);
+        auto jpeg = encoder_.Encode(s.view, s.request.renditions[r].params, options_.band_rows);
         if (!jpeg.ok()) {
           status = jpeg.status().WithContext("rendition " + std::to_string(r));
           break;

@@ -202,6 +202,15 @@ class GpuWorker : public Worker {
     return OkStatus();
   }
 
+  int BandRows(const FrameView& f, const EncodeParams& params) const {
+    if (options_.band_rows > 0) return options_.band_rows;
+    const int mcu_w = params.subsampling == Subsampling::k444 ? 8 : 16;
+    const int mcu_h = params.subsampling == Subsampling::k420 ? 16 : 8;
+    const int blocks_per_mcu = params.subsampling == Subsampling::k420 ? 6 : params.subsampling == Subsampling::k422 ? 4 : 3;
+    const int blocks_per_row = (f.width + mcu_w - 1) / mcu_w * blocks_per_mcu;
+    return (kGpuBandBlocks + blocks_per_row - 1) / blocks_per_row * mcu_h;
+  }
+
   FrameView LargestFrameShape(std::vector<uint8_t>* storage) const {
     storage->assign(1, 0);
     FrameView v;
@@ -225,7 +234,7 @@ class GpuWorker : public Worker {
         shape.plane[p] = s.input.get<uint8_t>() + s.geometry.offset[p];
         shape.stride[p] = s.geometry.row_bytes[p];
       }
-      ASSIGN_OR_RETURN(EncodePlan plan, MakeEncodePlan(shape, r.params));
+      ASSIGN_OR_RETURN(EncodePlan plan, MakeEncodePlan(shape, r.params, BandRows(shape, r.params)));
       s.out_offset.push_back(out_total);
       out_total += plan.band_capacity * plan.num_bands;
       bands_total += plan.num_bands;

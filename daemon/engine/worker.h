@@ -60,6 +60,9 @@ struct WorkerOptions {
   int max_width = 3840;          // pinned and device buffers are sized for this at start
   int max_height = 2160;
   bool progress_events = true;   // GPU: read band k back when band k is done (the fix)
+  // Pixel rows per band. 0: the GPU worker picks bands of about kGpuBandBlocks blocks
+  // (fewer, fuller launches); the CPU worker uses the encoder's default.
+  int band_rows = 0;
   bool stage_timing = false;     // GPU: timing events around upload, encode and readback
   int cpu_threads = 0;           // CPU worker: 0 = one per hardware thread
 
@@ -70,6 +73,10 @@ struct WorkerOptions {
   // call's result (fault injection).
   std::function<Status(const std::string& call)> test_fault;
 };
+
+// Blocks per band the GPU worker aims for when band_rows is 0: enough to spread one
+// stage over every SM of a large GPU.
+constexpr int kGpuBandBlocks = 20000;
 
 struct WorkerStats {
   uint64_t frames_done = 0;

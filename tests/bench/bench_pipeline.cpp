@@ -190,6 +190,7 @@ Status Run(const PipelineBenchOptions& o) {
   std::string worker = o.worker == "auto" ? (probe.devices.empty() ? "cpu" : "gpu") : o.worker;
   WorkerOptions wo;
   wo.slots = o.slots;
+  wo.band_rows = o.band_rows;
   wo.stage_timing = true;
   for (const auto* f : seq) {
     wo.max_width = std::max(wo.max_width, f->view.width);
@@ -228,9 +229,9 @@ Status Run(const PipelineBenchOptions& o) {
     results.push_back(r);
   }
 
-  std::printf("\nconveyor-bench pipeline  %dx%d %s q%d %s, %d frames, %d slots, worker %s (%s)\n", first.width,
-              first.height, PixelFormatName(first.format), o.quality, o.subsampling.c_str(), o.frames, o.slots,
-              worker.c_str(), device.c_str());
+  std::printf("\nconveyor-bench pipeline  %dx%d %s q%d %s, %d frames, %d slots, band rows %s, worker %s (%s)\n",
+              first.width, first.height, PixelFormatName(first.format), o.quality, o.subsampling.c_str(), o.frames,
+              o.slots, o.band_rows > 0 ? std::to_string(o.band_rows).c_str() : "auto", worker.c_str(), device.c_str());
   if (o.stall_every > 0)
     std::printf("stall scenario: every %dth frame is %s q%d\n", o.stall_every, o.stall_size.c_str(), o.stall_quality);
   if (bound_fps > 0) {
@@ -291,6 +292,7 @@ void AddPipelineCommand(CLI::App& app, PipelineBenchOptions* o, int* exit_code) 
   cmd->add_option("--worker", o->worker, "cpu, gpu or auto")->capture_default_str();
   cmd->add_option("--modes", o->modes, "Comma-separated: serial, off, on")->capture_default_str();
   cmd->add_option("--slots", o->slots, "Slots in the worker's ring")->capture_default_str();
+  cmd->add_option("--band-rows", o->band_rows, "Pixel rows per band; 0: the worker's default")->capture_default_str();
   cmd->add_option("--stall-every", o->stall_every, "Every Nth frame is heavy (0: off)")->capture_default_str();
   cmd->add_option("--stall-size", o->stall_size, "Size of the heavy frames")->capture_default_str();
   cmd->add_option("--stall-quality", o->stall_quality, "Quality of the heavy frames")->capture_default_str();

@@ -18,6 +18,7 @@ struct PipelineBenchOptions {
   std::string worker = "auto";
   std::string modes = "serial,off,on";
   int slots = 3;
+  int band_rows = 0;            // 0: the worker's default
   int stall_every = 0;          // every Nth frame is heavy (0: no stall scenario)
   std::string stall_size = "3840x2160";
   int stall_quality = 100;

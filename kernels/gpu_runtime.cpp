@@ -79,6 +79,28 @@ Status PinnedBuffer::Reserve(size_t size, const std::string& what) {
   return OkStatus();
 }
 
+HostRegistration::~HostRegistration() {
+  if (ptr_ != nullptr) (void)hipHostUnregister(ptr_);
+}
+
+HostRegistration& HostRegistration::operator=(HostRegistration&& o) noexcept {
+  if (this != &o) {
+    if (ptr_ != nullptr) (void)hipHostUnregister(ptr_);
+    ptr_ = TakeHandle(o.ptr_);
+    size_ = TakeHandle(o.size_);
+  }
+  return *this;
+}
+
+StatusOr<HostRegistration> HostRegistration::Register(void* ptr, size_t size, const std::string& what) {
+  HostRegistration r;
+  GPU_RETURN_IF_ERROR(hipHostRegister(ptr, size, hipHostRegisterDefault),
+                      "hipHostRegister(" + what + ", " + std::to_string(size) + " bytes)");
+  r.ptr_ = ptr;
+  r.size_ = size;
+  return r;
+}
+
 Stream::~Stream() {
   if (s_ != nullptr) (void)hipStreamDestroy(s_);
 }

@@ -68,6 +68,25 @@ class PinnedBuffer {
   size_t size_ = 0;
 };
 
+// Caller-owned host memory page-locked in place (hipHostRegister) so copies can read it
+// directly; unregistered when this goes. The owner must make sure no copy from it is
+// still in flight by then.
+class HostRegistration {
+ public:
+  HostRegistration() = default;
+  ~HostRegistration();
+  HostRegistration(HostRegistration&& o) noexcept : ptr_(TakeHandle(o.ptr_)), size_(TakeHandle(o.size_)) {}
+  HostRegistration& operator=(HostRegistration&& o) noexcept;
+
+  static StatusOr<HostRegistration> Register(void* ptr, size_t size, const std::string& what);
+  void* get() const { return ptr_; }
+  size_t size() const { return size_; }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t size_ = 0;
+};
+
 class Stream {
  public:
   Stream() = default;

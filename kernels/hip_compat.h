@@ -32,6 +32,9 @@ using hipDeviceProp_t = cudaDeviceProp;
 #define hipHostMallocMapped cudaHostAllocMapped
 #define hipHostFree cudaFreeHost
 #define hipHostGetDevicePointer cudaHostGetDevicePointer
+#define hipHostRegister cudaHostRegister
+#define hipHostRegisterDefault cudaHostRegisterDefault
+#define hipHostUnregister cudaHostUnregister
 #define hipMemcpy cudaMemcpy
 #define hipMemcpyAsync cudaMemcpyAsync
 using hipMemcpyKind = cudaMemcpyKind;

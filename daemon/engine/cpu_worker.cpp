@@ -7,6 +7,7 @@
 
 #include "cpu_encoder.h"
 #include "frame_queue.h"
+#include "scale_cpu.h"
 #include "slot_pool.h"
 #include "worker.h"
 
@@ -45,12 +46,18 @@ class CpuWorker : public Worker {
                                  f.range).value();
     s.request = std::move(request);
     s.submitted = submitted;
+    if (s.request.on_input_released) s.request.on_input_released();
     in_flight_.fetch_add(1);
     queue_.Push(slot);
     return OkStatus();
   }
 
   void Flush() override { pool_.WaitAllFree(); }
+
+  // The CPU worker copies every frame into its slot, so registration changes nothing.
+  StatusOr<std::unique_ptr<HostMemoryRegistration>> RegisterHostMemory(void*, size_t) override {
+    return std::make_unique<HostMemoryRegistration>();
+  }
 
   WorkerStats Stats() const override {
     WorkerStats st;
@@ -68,6 +75,15 @@ class CpuWorker : public Worker {
     SteadyTime submitted;
   };
 
+  StatusOr<std::vector<uint8_t>> EncodeRendition(const Slot& s, size_t r) {
+    const EncodeParams& params = s.request.renditions[r].params;
+    if (!RenditionIsScaled(s.request, r)) return encoder_.Encode(s.view, params, options_.band_rows);
+    ASSIGN_OR_RETURN(ScalePlan plan, MakeScalePlan(s.view.format, s.view.width, s.view.height,
+                                                   RenditionWidth(s.request, r), RenditionHeight(s.request, r)));
+    ASSIGN_OR_RETURN(ScaledFrame scaled, ScaleFrameToOwned(s.view, plan));
+    return encoder_.Encode(scaled.view, params, options_.band_rows);
+  }
+
   void Run() {
     while (auto slot = queue_.Pop()) {
       Slot& s = slots_[*slot];
@@ -78,7 +94,7 @@ class CpuWorker : public Worker {
       Status status =
           options_.test_fault ? options_.test_fault("cpu encode").WithContext("cpu encode") : OkStatus();
       for (size_t r = 0; status.ok() && r < s.request.renditions.size(); ++r) {
-        auto jpeg = encoder_.Encode(s.view, s.request.renditions[r].params, options_.band_rows);
+        auto jpeg = EncodeRendition(s, r);
         if (!jpeg.ok()) {
           status = jpeg.status().WithContext("rendition " + std::to_string(r));
           break;

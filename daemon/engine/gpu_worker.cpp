@@ -9,9 +9,11 @@
 // mapped memory, queues band k's readback and hands the bytes on. Nothing calls
 // device-wide synchronisation; a slot goes back to the pool only after its last copy's
 // completion was observed (DESIGN.md rules 1-6).
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <thread>
 
@@ -20,6 +22,7 @@
 #include "gpu_band_scratch.h"
 #include "gpu_encoder.h"
 #include "gpu_runtime.h"
+#include "gpu_scale.h"
 #include "gpu_stages.h"
 #include "jfif_writer.h"
 #include "slot_pool.h"
@@ -98,20 +101,34 @@ class GpuWorker : public Worker {
     const FrameView& f = s.request.frame;
     s.frame_bytes = PackedFrameSize(f.format, f.width, f.height);
     s.geometry = PackedPlaneGeometry(f.format, f.width, f.height);
-    // Host copy into the slot's pinned input. The slot is free, so its last upload has
-    // completed (the delivery thread observed ev_uploaded before releasing it).
-    uint8_t* dst = s.input.get<uint8_t>();
-    for (int p = 0; p < LayoutOf(f.format).num_planes; ++p)
-      for (int y = 0; y < s.geometry.rows[p]; ++y)
-        std::memcpy(dst + s.geometry.offset[p] + static_cast<size_t>(y) * s.geometry.row_bytes[p],
-                    f.plane[p] + static_cast<size_t>(y) * f.stride[p], s.geometry.row_bytes[p]);
-    s.request.frame.plane[0] = s.request.frame.plane[1] = s.request.frame.plane[2] = nullptr;  // caller's, gone
+    s.direct = InRegisteredMemory(f, s.geometry);
+    s.input_released = !s.direct;
+    if (!s.direct) {
+      // Host copy into the slot's pinned input. The slot is free, so its last upload
+      // has completed (the delivery thread observed ev_uploaded before releasing it).
+      uint8_t* dst = s.input.get<uint8_t>();
+      for (int p = 0; p < LayoutOf(f.format).num_planes; ++p)
+        for (int y = 0; y < s.geometry.rows[p]; ++y)
+          std::memcpy(dst + s.geometry.offset[p] + static_cast<size_t>(y) * s.geometry.row_bytes[p],
+                      f.plane[p] + static_cast<size_t>(y) * f.stride[p], s.geometry.row_bytes[p]);
+      s.request.frame.plane[0] = s.request.frame.plane[1] = s.request.frame.plane[2] = nullptr;  // caller's
+      if (s.request.on_input_released) s.request.on_input_released();
+    }
     in_flight_.fetch_add(1);
     issue_queue_.Push(index);
     return OkStatus();
   }
 
   void Flush() override { pool_.WaitAllFree(); }
+
+  StatusOr<std::unique_ptr<HostMemoryRegistration>> RegisterHostMemory(void* data, size_t size) override {
+    GPU_RETURN_IF_ERROR(hipSetDevice(device_), "hipSetDevice");
+    ASSIGN_OR_RETURN(HostRegistration r, HostRegistration::Register(data, size, "caller frames"));
+    auto reg = std::make_unique<Registration>(this, std::move(r));
+    std::lock_guard<std::mutex> lock(registered_mu_);
+    registered_.push_back(reg.get());
+    return std::unique_ptr<HostMemoryRegistration>(std::move(reg));
+  }
 
   WorkerStats Stats() const override {
     WorkerStats st;
@@ -125,8 +142,41 @@ class GpuWorker : public Worker {
   }
 
  private:
+  class Registration : public HostMemoryRegistration {
+   public:
+    Registration(GpuWorker* worker, HostRegistration r) : worker_(worker), r_(std::move(r)) {}
+    ~Registration() override {
+      std::lock_guard<std::mutex> lock(worker_->registered_mu_);
+      auto& v = worker_->registered_;
+      v.erase(std::remove(v.begin(), v.end(), this), v.end());
+    }
+    bool Contains(const uint8_t* p, size_t n) const {
+      const auto* base = static_cast<const uint8_t*>(r_.get());
+      return p >= base && p + n <= base + r_.size();
+    }
+
+   private:
+    GpuWorker* worker_;
+    HostRegistration r_;
+  };
+
+  // Whether the frame is packed (planes back to back, no row padding) inside memory
+  // registered with this worker, so the upload can read it where it is.
+  bool InRegisteredMemory(const FrameView& f, const PlaneGeometry& g) {
+    for (int p = 0; p < LayoutOf(f.format).num_planes; ++p) {
+      if (f.plane[p] != f.plane[0] + g.offset[p] || f.stride[p] != g.row_bytes[p]) return false;
+    }
+    std::lock_guard<std::mutex> lock(registered_mu_);
+    for (const Registration* r : registered_) {
+      if (r->Contains(f.plane[0], PackedFrameSize(f.format, f.width, f.height))) return true;
+    }
+    return false;
+  }
+
   struct Slot {
     int index = 0;
+    bool direct = false;      // upload straight from the caller's registered memory
+    bool input_released = false;
     PinnedBuffer input;       // the packed frame, source of the H2D copy
     PinnedBuffer band_bytes;  // mapped: each band's byte count, written by PackKernel
     PinnedBuffer output;      // one band at a time, destination of the D2H copy
@@ -144,6 +194,7 @@ class GpuWorker : public Worker {
     PlaneGeometry geometry;
     std::vector<EncodePlan> plans;
     std::vector<size_t> out_offset;  // per rendition, into `out`
+    std::vector<std::optional<ScalePlan>> scale_plans;  // per rendition; empty: source size
     Status status;
   };
 
@@ -211,6 +262,27 @@ class GpuWorker : public Worker {
     return (kGpuBandBlocks + blocks_per_row - 1) / blocks_per_row * mcu_h;
   }
 
+  // Plane pointers of a packed frame at `base` (device memory).
+  static SourcePlanes PackedPlanes(const uint8_t* base, PixelFormat format, int width, int height) {
+    const PlaneGeometry g = PackedPlaneGeometry(format, width, height);
+    SourcePlanes planes{};
+    for (int c = 0; c < 3; ++c) {
+      planes.plane[c] = base + g.offset[c];
+      planes.stride[c] = g.row_bytes[c];
+    }
+    return planes;
+  }
+
+  // The scaled frame renditions are encoded from; grows like the band scratch.
+  Status ReserveScaled(size_t bytes) {
+    if (scaled_.get() != nullptr && scaled_.size() >= bytes) return OkStatus();
+    if (scaled_.get() != nullptr) {
+      GPU_RETURN_IF_ERROR(hipStreamSynchronize(encode_.get()), "hipStreamSynchronize(encode) before growing scaled");
+    }
+    device_bytes_ += bytes - scaled_.size();
+    return scaled_.Reserve(bytes, "scaled");
+  }
+
   FrameView LargestFrameShape(std::vector<uint8_t>* storage) const {
     storage->assign(1, 0);
     FrameView v;
@@ -228,11 +300,23 @@ class GpuWorker : public Worker {
     s.plans.clear();
     s.out_offset.clear();
     size_t out_total = 0, bands_total = 0;
-    for (const Rendition& r : s.request.renditions) {
-      FrameView shape = f;
+    s.scale_plans.assign(s.request.renditions.size(), std::nullopt);
+    size_t scaled_bytes = 0;
+    for (size_t i = 0; i < s.request.renditions.size(); ++i) {
+      const Rendition& r = s.request.renditions[i];
+      FrameView shape = f;  // the frame this rendition encodes, as a shape: plane pointers are not read
+      if (RenditionIsScaled(s.request, i)) {
+        ASSIGN_OR_RETURN(ScalePlan sp, MakeScalePlan(f.format, f.width, f.height, RenditionWidth(s.request, i),
+                                                     RenditionHeight(s.request, i)));
+        shape.width = sp.dst_width;
+        shape.height = sp.dst_height;
+        scaled_bytes = std::max(scaled_bytes, sp.dst_size);
+        s.scale_plans[i] = sp;
+      }
+      const PlaneGeometry g = PackedPlaneGeometry(f.format, shape.width, shape.height);
       for (int p = 0; p < 3; ++p) {
-        shape.plane[p] = s.input.get<uint8_t>() + s.geometry.offset[p];
-        shape.stride[p] = s.geometry.row_bytes[p];
+        shape.plane[p] = s.input.get<uint8_t>();
+        shape.stride[p] = g.row_bytes[p];
       }
       ASSIGN_OR_RETURN(EncodePlan plan, MakeEncodePlan(shape, r.params, BandRows(shape, r.params)));
       s.out_offset.push_back(out_total);
@@ -240,6 +324,7 @@ class GpuWorker : public Worker {
       bands_total += plan.num_bands;
       s.plans.push_back(plan);
     }
+    if (scaled_bytes > 0) RETURN_IF_ERROR(ReserveScaled(scaled_bytes));
     if (bands_total > kMaxBandsPerFrame) return InvalidArgument("too many bands in one frame");
 
     // Slot buffers: the slot is ours, nothing in flight uses them.
@@ -270,8 +355,8 @@ class GpuWorker : public Worker {
     if (options_.stage_timing) (void)hipEventRecord(s.upload_start.get(), upload_.get());
     RETURN_IF_ERROR(Injected("hipMemcpyAsync(upload)", s.index));
     RETURN_IF_ERROR(Check("hipMemcpyAsync(upload)", s.index,
-                          hipMemcpyAsync(s.source.get(), s.input.get(), s.frame_bytes, hipMemcpyHostToDevice,
-                                         upload_.get())));
+                          hipMemcpyAsync(s.source.get(), s.direct ? s.request.frame.plane[0] : s.input.get<uint8_t>(),
+                                         s.frame_bytes, hipMemcpyHostToDevice, upload_.get())));
     RETURN_IF_ERROR(Check("hipEventRecord(uploaded)", s.index, hipEventRecord(s.uploaded.get(), upload_.get())));
 
     // Encode, band by band, an event after each.
@@ -282,10 +367,17 @@ class GpuWorker : public Worker {
     for (size_t r = 0; r < s.plans.size(); ++r) {
       const EncodePlan& p = s.plans[r];
       BandDeviceBuffers b{};
-      for (int c = 0; c < 3; ++c) {
-        b.source.plane[c] = s.source.get<uint8_t>() + s.geometry.offset[c];
-        b.source.stride[c] = s.geometry.row_bytes[c];
+      // The frame this rendition's bands read: the upload itself, or its scaled copy.
+      // Renditions take turns in the one scaled buffer: all of it is encode-stream work.
+      const uint8_t* frame = s.source.get<uint8_t>();
+      if (s.scale_plans[r]) {
+        const SourcePlanes uploaded = PackedPlanes(s.source.get<uint8_t>(), f.format, f.width, f.height);
+        RETURN_IF_ERROR(Injected("launch scale", s.index));
+        RETURN_IF_ERROR(EnqueueScale(*s.scale_plans[r], uploaded, scaled_.get<uint8_t>(), encode_.get())
+                            .WithContext("slot " + std::to_string(s.index)));
+        frame = scaled_.get<uint8_t>();
       }
+      b.source = PackedPlanes(frame, f.format, p.width, p.height);
       scratch_.Fill(&b);
       b.tables = tables[r];
       for (int band = 0; band < p.num_bands; ++band, ++flat) {
@@ -318,8 +410,13 @@ class GpuWorker : public Worker {
   // Reads a frame back band by band and delivers it.
   Status Deliver(Slot& s, FrameResult* result) {
     RETURN_IF_ERROR(Check("hipEventSynchronize(uploaded)", s.index, hipEventSynchronize(s.uploaded.get())));
-    // The upload has completed: the pinned input may be written again from here on.
-    if (options_.test_on_input_free) options_.test_on_input_free(s.index, s.input.get<uint8_t>(), s.frame_bytes);
+    // The upload has completed: the input, pinned slot or caller memory, may be written
+    // again from here on.
+    if (s.direct) {
+      ReleaseInput(s);
+    } else if (options_.test_on_input_free) {
+      options_.test_on_input_free(s.index, s.input.get<uint8_t>(), s.frame_bytes);
+    }
 
     int bands_total = 0;
     for (const EncodePlan& p : s.plans) bands_total += p.num_bands;
@@ -369,6 +466,13 @@ class GpuWorker : public Worker {
     return OkStatus();
   }
 
+  // Tells the caller its registered memory is no longer read (once per frame).
+  static void ReleaseInput(Slot& s) {
+    if (s.input_released) return;
+    s.input_released = true;
+    if (s.request.on_input_released) s.request.on_input_released();
+  }
+
   // Seconds from the worker's reference event to a completed timing event.
   double SinceStart(const Event& e) {
     float ms = 0;
@@ -408,8 +512,9 @@ class GpuWorker : public Worker {
         // The issue thread may have queued later frames on these streams already; they
         // fail with this frame or complete, and Recover() waits for them either way.
         std::lock_guard<std::mutex> lock(recover_mu_);
-        Recover(status);
+        Recover(status);  // waits for every stream, so no copy still reads the input
       }
+      ReleaseInput(s);
       (result.status.ok() ? done_ : failed_).fetch_add(1);
       auto on_done = std::move(s.request.on_done);
       on_done(std::move(result));
@@ -432,9 +537,12 @@ class GpuWorker : public Worker {
   std::vector<Slot> slots_;
   std::map<int, TablesEntry> tables_;  // issue thread only
   BandScratch scratch_;
+  DeviceBuffer scaled_;  // encode stream only
   FrameQueue<int> issue_queue_, delivery_queue_;
   std::thread issue_thread_, delivery_thread_;
   std::mutex recover_mu_;
+  std::mutex registered_mu_;
+  std::vector<Registration*> registered_;
   std::atomic<bool> dead_{false};
   std::string dead_reason_;
   std::atomic<uint64_t> done_{0}, failed_{0}, restarts_{0}, device_bytes_{0};

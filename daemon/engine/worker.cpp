@@ -3,6 +3,20 @@
 
 namespace conveyor {
 
+int RenditionWidth(const FrameRequest& request, size_t i) {
+  const int w = request.renditions[i].width;
+  return w == 0 ? request.frame.width : w;
+}
+
+int RenditionHeight(const FrameRequest& request, size_t i) {
+  const int h = request.renditions[i].height;
+  return h == 0 ? request.frame.height : h;
+}
+
+bool RenditionIsScaled(const FrameRequest& request, size_t i) {
+  return RenditionWidth(request, i) != request.frame.width || RenditionHeight(request, i) != request.frame.height;
+}
+
 Status ValidateRequest(const FrameRequest& request, const WorkerOptions& options) {
   RETURN_IF_ERROR(ValidateFrame(request.frame));
   if (request.frame.width > options.max_width || request.frame.height > options.max_height) {
@@ -15,11 +29,11 @@ Status ValidateRequest(const FrameRequest& request, const WorkerOptions& options
     const Rendition& r = request.renditions[i];
     const std::string where = "renditions[" + std::to_string(i) + "]";
     RETURN_IF_ERROR(ValidateParams(r.params).WithContext(where));
-    const bool same = (r.width == 0 || r.width == request.frame.width) &&
-                      (r.height == 0 || r.height == request.frame.height);
-    if (!same) {
-      return Unimplemented(where + ": scaling to " + std::to_string(r.width) + "x" +
-                           std::to_string(r.height) + " is not available yet");
+    const int w = RenditionWidth(request, i), h = RenditionHeight(request, i);
+    if (r.width < 0 || r.height < 0 || w > options.max_width || h > options.max_height) {
+      return InvalidArgument(where + ": size " + std::to_string(r.width) + "x" + std::to_string(r.height) +
+                             " is outside 1x1.." + std::to_string(options.max_width) + "x" +
+                             std::to_string(options.max_height));
     }
   }
   if (!request.on_done) return InvalidArgument("on_done callback is required");

@@ -18,7 +18,8 @@ namespace conveyor {
 
 using SteadyTime = std::chrono::steady_clock::time_point;
 
-// One output of a frame. width/height 0 means the source size.
+// One output of a frame. width/height 0 means the source size; any other size is made
+// from the one uploaded source by the scaling stage (area down, bilinear up).
 struct Rendition {
   int width = 0;
   int height = 0;
@@ -53,6 +54,18 @@ struct FrameRequest {
   std::vector<Rendition> renditions;
   // Called exactly once, on the worker's delivery thread, in submission order.
   std::function<void(FrameResult&&)> on_done;
+  // Optional: called once the worker will never read the frame's memory again. For a
+  // frame it copied, that is before Submit() returns; for a frame in registered memory
+  // (RegisterHostMemory), after its upload has completed. Until then the caller must not
+  // touch that memory.
+  std::function<void()> on_input_released;
+};
+
+// Caller memory registered with a worker; dropping it unregisters. Drop it only after
+// every frame submitted from it was released.
+class HostMemoryRegistration {
+ public:
+  virtual ~HostMemoryRegistration() = default;
 };
 
 struct WorkerOptions {
@@ -102,6 +115,11 @@ class Worker {
   // Waits until every submitted frame has been delivered.
   virtual void Flush() = 0;
 
+  // Lets frames that lie in [data, data + size), tightly packed, be uploaded straight
+  // from there with no host copy (the GPU worker page-locks the range in place; the CPU
+  // worker reads it as it is).
+  virtual StatusOr<std::unique_ptr<HostMemoryRegistration>> RegisterHostMemory(void* data, size_t size) = 0;
+
   virtual WorkerStats Stats() const = 0;
 };
 
@@ -112,5 +130,11 @@ StatusOr<std::unique_ptr<Worker>> MakeGpuWorker(int device, const WorkerOptions&
 
 // Checks the renditions of a request against the frame and the worker's limits.
 Status ValidateRequest(const FrameRequest& request, const WorkerOptions& options);
+
+// Rendition i's output size (0 in the request means the source's), and whether it
+// needs the scaling stage.
+int RenditionWidth(const FrameRequest& request, size_t i);
+int RenditionHeight(const FrameRequest& request, size_t i);
+bool RenditionIsScaled(const FrameRequest& request, size_t i);
 
 }  // namespace conveyor

@@ -119,9 +119,31 @@ ModeResult Summarise(const std::string& mode, const std::vector<FrameTimes>& tim
   return r;
 }
 
+// The renditions of frame i: the ladder for ordinary frames, the source size otherwise.
+std::vector<Rendition> RenditionsFor(const EncodeParams& params, const std::vector<std::pair<int, int>>& ladder,
+                                     bool heavy) {
+  if (ladder.empty() || heavy) return {Rendition{0, 0, params}};
+  std::vector<Rendition> out;
+  for (auto [w, h] : ladder) out.push_back(Rendition{w, h, params});
+  return out;
+}
+
 StatusOr<ModeResult> RunWorkerMode(const std::string& mode, std::unique_ptr<Worker> worker,
                                    const std::vector<const OwnedFrame*>& seq,
-                                   const std::vector<EncodeParams>& params, const std::vector<bool>& heavy) {
+                                   const std::vector<EncodeParams>& params, const std::vector<bool>& heavy,
+                                   const std::vector<std::pair<int, int>>& ladder, bool registered) {
+  // Registered: the frames are page-locked where they are and uploaded from there, the
+  // "pinned host frames" case. Otherwise the worker copies each into a pinned slot.
+  std::vector<std::unique_ptr<HostMemoryRegistration>> registrations;
+  if (registered) {
+    std::vector<const OwnedFrame*> distinct(seq.begin(), seq.end());
+    std::sort(distinct.begin(), distinct.end());
+    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+    for (const OwnedFrame* f : distinct) {
+      ASSIGN_OR_RETURN(auto r, worker->RegisterHostMemory(const_cast<uint8_t*>(f->bytes.data()), f->bytes.size()));
+      registrations.push_back(std::move(r));
+    }
+  }
   std::mutex mu;
   std::vector<FrameTimes> times(seq.size());
   Status failure;
@@ -130,7 +152,7 @@ StatusOr<ModeResult> RunWorkerMode(const std::string& mode, std::unique_ptr<Work
     FrameRequest req;
     req.id = i;
     req.frame = seq[i]->view;
-    req.renditions = {Rendition{0, 0, params[i]}};
+    req.renditions = RenditionsFor(params[i], ladder, heavy[i]);
     req.on_done = [](FrameResult&&) {};
     RETURN_IF_ERROR(worker->Submit(std::move(req)));
   }
@@ -140,7 +162,7 @@ StatusOr<ModeResult> RunWorkerMode(const std::string& mode, std::unique_ptr<Work
     FrameRequest req;
     req.id = i;
     req.frame = seq[i]->view;
-    req.renditions = {Rendition{0, 0, params[i]}};
+    req.renditions = RenditionsFor(params[i], ladder, heavy[i]);
     req.on_done = [&](FrameResult&& r) {
       std::lock_guard<std::mutex> lock(mu);
       if (!r.status.ok() && failure.ok()) failure = r.status;
@@ -183,6 +205,16 @@ Status Run(const PipelineBenchOptions& o) {
     params.push_back(h ? heavy_params : base);
     heavy.push_back(h);
   }
+  std::vector<std::pair<int, int>> ladder;
+  if (!o.renditions.empty()) {
+    std::stringstream list(o.renditions);
+    std::string item;
+    while (std::getline(list, item, ',')) {
+      int w = 0, h = 0;
+      if (std::sscanf(item.c_str(), "%dx%d", &w, &h) != 2) return InvalidArgument("--renditions: bad size " + item);
+      ladder.emplace_back(w, h);
+    }
+  }
   const FrameView& first = light[0].view;
   const size_t frame_bytes = light[0].bytes.size();
 
@@ -209,7 +241,9 @@ Status Run(const PipelineBenchOptions& o) {
     std::stringstream modes(o.modes);
     std::string mode;
     while (std::getline(modes, mode, ',')) {
-      if (mode == "serial") {
+      if (mode == "serial" && !ladder.empty()) {
+        std::printf("serial mode skipped: it encodes one rendition per frame\n");
+      } else if (mode == "serial") {
         const SteadyTime start = Clock::now();
         ASSIGN_OR_RETURN(auto times, RunSerial(0, seq, params));
         results.push_back(Summarise("serial", times, heavy, start, Clock::now()));
@@ -217,7 +251,8 @@ Status Run(const PipelineBenchOptions& o) {
         WorkerOptions m = wo;
         m.progress_events = mode == "on";
         ASSIGN_OR_RETURN(auto w, MakeGpuWorker(0, m));
-        ASSIGN_OR_RETURN(ModeResult r, RunWorkerMode("pipelined, progress events " + mode, std::move(w), seq, params, heavy));
+        ASSIGN_OR_RETURN(ModeResult r, RunWorkerMode("pipelined, progress events " + mode, std::move(w), seq, params, heavy, ladder,
+                                                       o.input_memory == "registered"));
         results.push_back(r);
       } else {
         return InvalidArgument("--modes: unknown mode " + mode);
@@ -225,13 +260,17 @@ Status Run(const PipelineBenchOptions& o) {
     }
   } else {
     wo.stage_timing = false;
-    ASSIGN_OR_RETURN(ModeResult r, RunWorkerMode("cpu worker", MakeCpuWorker(wo), seq, params, heavy));
+    ASSIGN_OR_RETURN(ModeResult r, RunWorkerMode("cpu worker", MakeCpuWorker(wo), seq, params, heavy, ladder, false));
     results.push_back(r);
   }
 
   std::printf("\nconveyor-bench pipeline  %dx%d %s q%d %s, %d frames, %d slots, band rows %s, worker %s (%s)\n",
               first.width, first.height, PixelFormatName(first.format), o.quality, o.subsampling.c_str(), o.frames,
               o.slots, o.band_rows > 0 ? std::to_string(o.band_rows).c_str() : "auto", worker.c_str(), device.c_str());
+  if (!ladder.empty()) std::printf("renditions per frame: %s\n", o.renditions.c_str());
+  if (worker == "gpu") std::printf("input frames: %s\n", o.input_memory == "registered"
+                                                          ? "registered caller memory, uploaded in place"
+                                                          : "copied into the worker's pinned slots");
   if (o.stall_every > 0)
     std::printf("stall scenario: every %dth frame is %s q%d\n", o.stall_every, o.stall_size.c_str(), o.stall_quality);
   if (bound_fps > 0) {
@@ -291,6 +330,9 @@ void AddPipelineCommand(CLI::App& app, PipelineBenchOptions* o, int* exit_code) 
   cmd->add_option("--frames", o->frames, "Frames per mode")->capture_default_str();
   cmd->add_option("--worker", o->worker, "cpu, gpu or auto")->capture_default_str();
   cmd->add_option("--modes", o->modes, "Comma-separated: serial, off, on")->capture_default_str();
+  cmd->add_option("--renditions", o->renditions, "Comma-separated WxH ladder encoded from each upload");
+  cmd->add_option("--input-memory", o->input_memory, "registered (uploaded in place) or copied")
+      ->capture_default_str();
   cmd->add_option("--slots", o->slots, "Slots in the worker's ring")->capture_default_str();
   cmd->add_option("--band-rows", o->band_rows, "Pixel rows per band; 0: the worker's default")->capture_default_str();
   cmd->add_option("--stall-every", o->stall_every, "Every Nth frame is heavy (0: off)")->capture_default_str();

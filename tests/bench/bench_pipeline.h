@@ -17,6 +17,8 @@ struct PipelineBenchOptions {
   int frames = 600;
   std::string worker = "auto";
   std::string modes = "serial,off,on";
+  std::string renditions;       // "1920x1080,1280x720,640x360": a ladder from one upload
+  std::string input_memory = "registered";  // or "copied": into the worker's pinned slots
   int slots = 3;
   int band_rows = 0;            // 0: the worker's default
   int stall_every = 0;          // every Nth frame is heavy (0: no stall scenario)

@@ -13,6 +13,7 @@
 
 #include "cpu_encoder.h"
 #include "gpu_encoder.h"
+#include "scale_cpu.h"
 #include "synthetic_frame.h"
 #include "worker.h"
 
@@ -278,6 +279,104 @@ TEST_P(WorkerTest, RefusesBadRequestsUpFront) {
   EXPECT_EQ(worker->Submit(req).code(), StatusCode::kInvalidArgument);  // over the limit
   worker->Flush();
   EXPECT_EQ(worker->Stats().frames_done, 0u);
+}
+
+// Frames in registered caller memory are uploaded from where they are; the caller is
+// told when it may write there again, and poisons the frame at once. Had the worker
+// released it before the upload completed, the poison would show in the output.
+TEST_P(WorkerTest, RegisteredMemoryIsReleasedOnlyAfterItsUpload) {
+  WorkerOptions options;
+  MAKE_OR_SKIP(worker, options);
+  const auto cases = MixedCases(15);
+  std::vector<size_t> offset;
+  size_t total = 0;
+  for (const auto& c : cases) {
+    offset.push_back(total);
+    total += (c.frame.bytes.size() + 4095) / 4096 * 4096;
+  }
+  std::vector<uint8_t> arena(total);
+  auto registration = worker->RegisterHostMemory(arena.data(), arena.size());
+  ASSERT_TRUE(registration.ok()) << registration.status().ToString();
+  Collector got;
+  std::atomic<int> released{0};
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto& frame = cases[i].frame;
+    std::memcpy(arena.data() + offset[i], frame.bytes.data(), frame.bytes.size());
+    FrameRequest req;
+    req.id = i;
+    req.frame = MakePackedFrameView(arena.data() + offset[i], frame.bytes.size(), frame.view.width,
+                                    frame.view.height, frame.view.format, frame.view.matrix, frame.view.range)
+                    .value();
+    req.renditions = {Rendition{0, 0, cases[i].params}};
+    req.on_done = got.Callback();
+    uint8_t* mine = arena.data() + offset[i];
+    const size_t size = frame.bytes.size();
+    req.on_input_released = [&released, mine, size] {
+      std::memset(mine, 0x5A, size);
+      released.fetch_add(1);
+    };
+    ASSERT_TRUE(worker->Submit(std::move(req)).ok());
+  }
+  worker->Flush();
+  EXPECT_EQ(released.load(), static_cast<int>(cases.size()));
+  ExpectMatchesCpuEncoder(cases, got);
+}
+
+// One upload, many renditions: every output equals scaling on the CPU and encoding that.
+TEST_P(WorkerTest, RenditionsMatchCpuScaledReferences) {
+  WorkerOptions options;
+  MAKE_OR_SKIP(worker, options);
+  struct Job {
+    testing::SyntheticFrame frame;
+    std::vector<Rendition> renditions;
+  };
+  std::vector<Job> jobs;
+  auto rendition = [](int w, int h, int q, Subsampling ss) {
+    Rendition r{w, h, EncodeParams{}};
+    r.params.quality = q;
+    r.params.subsampling = ss;
+    return r;
+  };
+  jobs.push_back({testing::MakeSyntheticFrame(1920, 1080, PixelFormat::kYuv420p, 7),
+                  {rendition(0, 0, 85, Subsampling::k420), rendition(1280, 720, 80, Subsampling::k420),
+                   rendition(640, 360, 75, Subsampling::k444)}});
+  jobs.push_back({testing::MakeSyntheticFrame(1280, 720, PixelFormat::kNv12, 8),
+                  {rendition(854, 480, 85, Subsampling::k420), rendition(1920, 1080, 90, Subsampling::k422)}});
+  jobs.push_back({testing::MakeSyntheticFrame(17, 9, PixelFormat::kRgb24, 9),
+                  {rendition(33, 21, 85, Subsampling::k420), rendition(1, 1, 50, Subsampling::k444)}});
+  jobs.push_back({testing::MakeSyntheticFrame(640, 360, PixelFormat::kBgra, 10),
+                  {rendition(320, 180, 85, Subsampling::k420), rendition(0, 0, 85, Subsampling::k420)}});
+  Collector got;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    FrameRequest req;
+    req.id = i;
+    req.frame = jobs[i].frame.view;
+    req.renditions = jobs[i].renditions;
+    req.on_done = got.Callback();
+    ASSERT_TRUE(worker->Submit(std::move(req)).ok());
+  }
+  worker->Flush();
+  CpuJpegEncoder reference(0);
+  int checked = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const FrameResult& r = got.results.at(i);
+    ASSERT_TRUE(r.status.ok()) << "job " << i << ": " << r.status.ToString();
+    ASSERT_EQ(r.jpeg.size(), jobs[i].renditions.size());
+    const FrameView& src = jobs[i].frame.view;
+    for (size_t k = 0; k < jobs[i].renditions.size(); ++k) {
+      const Rendition& rd = jobs[i].renditions[k];
+      const int w = rd.width ? rd.width : src.width, h = rd.height ? rd.height : src.height;
+      auto plan = MakeScalePlan(src.format, src.width, src.height, w, h);
+      ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+      auto scaled = ScaleFrameToOwned(src, *plan);
+      ASSERT_TRUE(scaled.ok()) << scaled.status().ToString();
+      auto want = reference.Encode(scaled->view, rd.params);
+      ASSERT_TRUE(want.ok());
+      EXPECT_EQ(r.jpeg[k], *want) << "job " << i << " rendition " << k << " (" << w << "x" << h << ")";
+      ++checked;
+    }
+  }
+  std::printf("renditions checked: %d\n", checked);
 }
 
 INSTANTIATE_TEST_SUITE_P(Workers, WorkerTest, ::testing::Values("cpu", "gpu"),

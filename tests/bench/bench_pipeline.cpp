@@ -73,8 +73,21 @@ double OverlapLength(const std::vector<GpuInterval> engines[3]) {
   return total;
 }
 
+constexpr size_t kMaxTimedFrames = 20000;
+
+// Resident set size of this process, from /proc/self/statm.
+uint64_t RssBytes() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  unsigned long pages = 0, resident = 0;
+  const int n = std::fscanf(f, "%lu %lu", &pages, &resident);
+  std::fclose(f);
+  return n == 2 ? static_cast<uint64_t>(resident) * 4096 : 0;
+}
+
 struct ModeResult {
   std::string mode;
+  uint64_t rss_after_warmup = 0, rss_after = 0, pinned_bytes = 0, device_bytes = 0;
   double fps = 0, wall = 0;
   double busy[3] = {0, 0, 0};  // upload, encode, readback (GPU event time)
   double overlap = 0, gpu_span = 0;
@@ -88,7 +101,7 @@ ModeResult Summarise(const std::string& mode, const std::vector<FrameTimes>& tim
   ModeResult r;
   r.mode = mode;
   r.wall = Seconds(start, end);
-  r.fps = times.size() / r.wall;
+  r.fps = times.empty() ? 0 : times.size() / r.wall;
   std::vector<double> ttfb, latency, light_ttfb;
   std::vector<GpuInterval> engines[3];
   double lo = 1e30, hi = 0;
@@ -145,7 +158,10 @@ StatusOr<ModeResult> RunWorkerMode(const std::string& mode, std::unique_ptr<Work
     }
   }
   std::mutex mu;
-  std::vector<FrameTimes> times(seq.size());
+  // Long runs (the RSS check) keep no per-frame times, so the benchmark's own
+  // bookkeeping does not grow with the frame count.
+  const bool keep_times = seq.size() <= kMaxTimedFrames;
+  std::vector<FrameTimes> times(keep_times ? seq.size() : 0);
   Status failure;
   // Warm-up: one pass over the distinct inputs, not timed.
   for (size_t i = 0; i < std::min<size_t>(seq.size(), 8); ++i) {
@@ -157,6 +173,7 @@ StatusOr<ModeResult> RunWorkerMode(const std::string& mode, std::unique_ptr<Work
     RETURN_IF_ERROR(worker->Submit(std::move(req)));
   }
   worker->Flush();
+  const uint64_t rss_warm = RssBytes();
   const SteadyTime start = Clock::now();
   for (size_t i = 0; i < seq.size(); ++i) {
     FrameRequest req;
@@ -166,14 +183,20 @@ StatusOr<ModeResult> RunWorkerMode(const std::string& mode, std::unique_ptr<Work
     req.on_done = [&](FrameResult&& r) {
       std::lock_guard<std::mutex> lock(mu);
       if (!r.status.ok() && failure.ok()) failure = r.status;
-      times[r.id] = r.times;
+      if (keep_times) times[r.id] = r.times;
     };
     RETURN_IF_ERROR(worker->Submit(std::move(req)));
   }
   worker->Flush();
   const SteadyTime end = Clock::now();
   RETURN_IF_ERROR(failure);
-  return Summarise(mode, times, heavy, start, end);
+  ModeResult r = Summarise(mode, times, heavy, start, end);
+  r.fps = seq.size() / r.wall;
+  r.rss_after_warmup = rss_warm;
+  r.rss_after = RssBytes();
+  r.pinned_bytes = worker->Stats().pinned_bytes;
+  r.device_bytes = worker->Stats().device_bytes;
+  return r;
 }
 
 Status Run(const PipelineBenchOptions& o) {
@@ -286,6 +309,12 @@ Status Run(const PipelineBenchOptions& o) {
                 bound_fps > 0 ? r.fps / bound_fps : 0, 100 * r.busy[0] / span, 100 * r.busy[1] / span,
                 100 * r.busy[2] / span, 100 * r.overlap / span, 1e3 * r.ttfb_p50, 1e3 * r.ttfb_p99,
                 1e3 * r.latency_p50, 1e3 * r.latency_p99);
+  }
+  for (const auto& r : results) {
+    if (r.rss_after == 0) continue;
+    std::printf("%-30s pinned %.1f MiB, device %.1f MiB (fixed at start); RSS %.1f -> %.1f MiB over %d frames\n",
+                r.mode.c_str(), r.pinned_bytes / 1048576.0, r.device_bytes / 1048576.0,
+                r.rss_after_warmup / 1048576.0, r.rss_after / 1048576.0, o.frames);
   }
   const ModeResult* serial = nullptr;
   const ModeResult* off = nullptr;

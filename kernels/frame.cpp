@@ -2,6 +2,7 @@
 #include "frame.h"
 
 #include <array>
+#include <cstring>
 
 namespace conveyor {
 namespace {
@@ -113,6 +114,16 @@ size_t PackedFrameSize(PixelFormat f, int width, int height) {
   size_t total = 0;
   for (int p = 0; p < 3; ++p) total += static_cast<size_t>(g.row_bytes[p]) * g.rows[p];
   return total;
+}
+
+void CopyToPackedLayout(const FrameView& frame, uint8_t* dst) {
+  const PlaneGeometry g = PackedPlaneGeometry(frame.format, frame.width, frame.height);
+  for (int p = 0; p < LayoutOf(frame.format).num_planes; ++p) {
+    for (int y = 0; y < g.rows[p]; ++y) {
+      std::memcpy(dst + g.offset[p] + static_cast<size_t>(y) * g.row_bytes[p],
+                  frame.plane[p] + static_cast<size_t>(y) * frame.stride[p], g.row_bytes[p]);
+    }
+  }
 }
 
 static Status ValidateDimensions(int width, int height) {

@@ -76,6 +76,10 @@ struct PlaneGeometry {
 };
 PlaneGeometry PackedPlaneGeometry(PixelFormat f, int width, int height);
 
+// Copies a frame (any strides) into the packed layout at `dst`, which must hold
+// PackedFrameSize() bytes.
+void CopyToPackedLayout(const FrameView& frame, uint8_t* dst);
+
 // Checks dimensions (1..kMaxDimension) and that the buffer holds a packed frame of
 // this size, then returns a view over it.
 StatusOr<FrameView> MakePackedFrameView(const uint8_t* data, size_t size, int width, int height,

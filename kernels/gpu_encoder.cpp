@@ -3,7 +3,6 @@
 // its slot ring from the same pieces.
 #include "gpu_encoder.h"
 
-#include <cstring>
 
 #include "gpu_band_scratch.h"
 #include "gpu_runtime.h"
@@ -86,21 +85,10 @@ Status GpuJpegEncoder::Impl::Reserve(const EncodePlan& p, size_t frame_bytes) {
   return OkStatus();
 }
 
-// Copies the frame's planes (any strides) into the packed layout in pinned staging.
-static void PackFrame(const FrameView& frame, uint8_t* dst) {
-  const PlaneGeometry g = PackedPlaneGeometry(frame.format, frame.width, frame.height);
-  for (int p = 0; p < LayoutOf(frame.format).num_planes; ++p) {
-    for (int y = 0; y < g.rows[p]; ++y) {
-      std::memcpy(dst + g.offset[p] + static_cast<size_t>(y) * g.row_bytes[p],
-                  frame.plane[p] + static_cast<size_t>(y) * frame.stride[p], g.row_bytes[p]);
-    }
-  }
-}
-
 Status GpuJpegEncoder::Impl::Run(const FrameView& frame, const EncodePlan& p,
                                  size_t frame_bytes, std::vector<uint8_t>* jpeg) {
   // The previous Encode() ended with every stream idle, so staging can be rewritten.
-  PackFrame(frame, staging_in.get<uint8_t>());
+  CopyToPackedLayout(frame, staging_in.get<uint8_t>());
   if (tables_quality != p.quality) {
     BuildEncodeTables(p.quality, tables_host.get<EncodeTables>());
     GPU_RETURN_IF_ERROR(hipMemcpyAsync(tables.get(), tables_host.get(), sizeof(EncodeTables),
@@ -116,11 +104,7 @@ Status GpuJpegEncoder::Impl::Run(const FrameView& frame, const EncodePlan& p,
                       "hipStreamWaitEvent(encode, uploaded)");
 
   BandDeviceBuffers b{};
-  const PlaneGeometry g = PackedPlaneGeometry(frame.format, frame.width, frame.height);
-  for (int c = 0; c < 3; ++c) {
-    b.source.plane[c] = source.get<uint8_t>() + g.offset[c];
-    b.source.stride[c] = g.row_bytes[c];
-  }
+  b.source = PackedSourcePlanes(source.get<uint8_t>(), frame.format, frame.width, frame.height);
   scratch.Fill(&b);
   b.tables = tables.get<EncodeTables>();
   for (int band = 0; band < p.num_bands; ++band) {

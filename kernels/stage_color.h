@@ -16,6 +16,17 @@ struct SourcePlanes {
   int stride[3];
 };
 
+// Planes of a frame stored packed (PackedPlaneGeometry) at `base`, host or device.
+inline SourcePlanes PackedSourcePlanes(const uint8_t* base, PixelFormat format, int width, int height) {
+  const PlaneGeometry g = PackedPlaneGeometry(format, width, height);
+  SourcePlanes planes{};
+  for (int c = 0; c < 3; ++c) {
+    planes.plane[c] = base + g.offset[c];
+    planes.stride[c] = g.row_bytes[c];
+  }
+  return planes;
+}
+
 // The input triple at pixel (x, y), which must lie inside the frame:
 // (Y, Cb, Cr) codes for YUV formats, (R, G, B) for RGB formats. `l` is the runtime
 // FormatLayout (GPU) or a type with the same members as compile-time constants (the

@@ -2,7 +2,6 @@
 // Frames are copied into a bounded ring of host slots (backpressure) and encoded one
 // at a time, each frame's bands spread over the thread pool.
 #include <atomic>
-#include <cstring>
 #include <thread>
 
 #include "cpu_encoder.h"
@@ -37,11 +36,7 @@ class CpuWorker : public Worker {
     Slot& s = slots_[slot];
     const FrameView& f = request.frame;
     s.bytes.resize(PackedFrameSize(f.format, f.width, f.height));
-    const PlaneGeometry g = PackedPlaneGeometry(f.format, f.width, f.height);
-    for (int p = 0; p < LayoutOf(f.format).num_planes; ++p)
-      for (int y = 0; y < g.rows[p]; ++y)
-        std::memcpy(s.bytes.data() + g.offset[p] + static_cast<size_t>(y) * g.row_bytes[p],
-                    f.plane[p] + static_cast<size_t>(y) * f.stride[p], g.row_bytes[p]);
+    CopyToPackedLayout(f, s.bytes.data());
     s.view = MakePackedFrameView(s.bytes.data(), s.bytes.size(), f.width, f.height, f.format, f.matrix,
                                  f.range).value();
     s.request = std::move(request);

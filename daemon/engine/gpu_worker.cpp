@@ -11,7 +11,6 @@
 // completion was observed (DESIGN.md rules 1-6).
 #include <algorithm>
 #include <atomic>
-#include <cstring>
 #include <map>
 #include <optional>
 #include <mutex>
@@ -106,11 +105,7 @@ class GpuWorker : public Worker {
     if (!s.direct) {
       // Host copy into the slot's pinned input. The slot is free, so its last upload
       // has completed (the delivery thread observed ev_uploaded before releasing it).
-      uint8_t* dst = s.input.get<uint8_t>();
-      for (int p = 0; p < LayoutOf(f.format).num_planes; ++p)
-        for (int y = 0; y < s.geometry.rows[p]; ++y)
-          std::memcpy(dst + s.geometry.offset[p] + static_cast<size_t>(y) * s.geometry.row_bytes[p],
-                      f.plane[p] + static_cast<size_t>(y) * f.stride[p], s.geometry.row_bytes[p]);
+      CopyToPackedLayout(f, s.input.get<uint8_t>());
       s.request.frame.plane[0] = s.request.frame.plane[1] = s.request.frame.plane[2] = nullptr;  // caller's
       if (s.request.on_input_released) s.request.on_input_released();
     }
@@ -262,17 +257,6 @@ class GpuWorker : public Worker {
     return (kGpuBandBlocks + blocks_per_row - 1) / blocks_per_row * mcu_h;
   }
 
-  // Plane pointers of a packed frame at `base` (device memory).
-  static SourcePlanes PackedPlanes(const uint8_t* base, PixelFormat format, int width, int height) {
-    const PlaneGeometry g = PackedPlaneGeometry(format, width, height);
-    SourcePlanes planes{};
-    for (int c = 0; c < 3; ++c) {
-      planes.plane[c] = base + g.offset[c];
-      planes.stride[c] = g.row_bytes[c];
-    }
-    return planes;
-  }
-
   // The scaled frame renditions are encoded from; grows like the band scratch.
   Status ReserveScaled(size_t bytes) {
     if (scaled_.get() != nullptr && scaled_.size() >= bytes) return OkStatus();
@@ -371,13 +355,13 @@ class GpuWorker : public Worker {
       // Renditions take turns in the one scaled buffer: all of it is encode-stream work.
       const uint8_t* frame = s.source.get<uint8_t>();
       if (s.scale_plans[r]) {
-        const SourcePlanes uploaded = PackedPlanes(s.source.get<uint8_t>(), f.format, f.width, f.height);
+        const SourcePlanes uploaded = PackedSourcePlanes(s.source.get<uint8_t>(), f.format, f.width, f.height);
         RETURN_IF_ERROR(Injected("launch scale", s.index));
         RETURN_IF_ERROR(EnqueueScale(*s.scale_plans[r], uploaded, scaled_.get<uint8_t>(), encode_.get())
                             .WithContext("slot " + std::to_string(s.index)));
         frame = scaled_.get<uint8_t>();
       }
-      b.source = PackedPlanes(frame, f.format, p.width, p.height);
+      b.source = PackedSourcePlanes(frame, f.format, p.width, p.height);
       scratch_.Fill(&b);
       b.tables = tables[r];
       for (int band = 0; band < p.num_bands; ++band, ++flat) {

@@ -2,10 +2,12 @@
 // Each prints a table and ends with one JSON line.
 #include <CLI/CLI.hpp>
 
+#include "allocator_tuning.h"
 #include "bench_encode.h"
 #include "bench_pipeline.h"
 
 int main(int argc, char** argv) {
+  conveyor::TuneAllocatorForFrames();  // as conveyord does: see allocator_tuning.h
   CLI::App app{"Conveyor benchmarks"};
   app.require_subcommand(1);
   int exit_code = 0;

@@ -90,12 +90,8 @@ StatusOr<std::vector<FrameTimes>> RunSerial(int device, const std::vector<const 
     }
     // Synchronous copy from pageable memory.
     GPU_RETURN_IF_ERROR(hipMemcpy(source.get(), frames[i]->bytes.data(), bytes, hipMemcpyHostToDevice), "hipMemcpy(upload)");
-    const PlaneGeometry g = PackedPlaneGeometry(f.format, f.width, f.height);
     BandDeviceBuffers b{};
-    for (int c = 0; c < 3; ++c) {
-      b.source.plane[c] = source.get<uint8_t>() + g.offset[c];
-      b.source.stride[c] = g.row_bytes[c];
-    }
+    b.source = PackedSourcePlanes(source.get<uint8_t>(), f.format, f.width, f.height);
     scratch.Fill(&b);
     b.tables = tables.get<EncodeTables>();
     for (int band = 0; band < p.num_bands; ++band) {

@@ -73,6 +73,19 @@ std::vector<Case> MixedCases(int n) {
   return cases;
 }
 
+// Submits every case as one single-rendition frame (id = index) and waits for delivery.
+void SubmitAll(Worker& worker, const std::vector<Case>& cases, Collector& got) {
+  for (size_t i = 0; i < cases.size(); ++i) {
+    FrameRequest req;
+    req.id = i;
+    req.frame = cases[i].frame.view;
+    req.renditions = {Rendition{0, 0, cases[i].params}};
+    req.on_done = got.Callback();
+    ASSERT_TRUE(worker.Submit(std::move(req)).ok()) << "frame " << i;
+  }
+  worker.Flush();
+}
+
 void ExpectMatchesCpuEncoder(const std::vector<Case>& cases, Collector& got) {
   CpuJpegEncoder reference(0);
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -90,15 +103,8 @@ TEST_P(WorkerTest, OutputMatchesCpuEncoderInSubmissionOrder) {
   MAKE_OR_SKIP(worker, options);
   const auto cases = MixedCases(20);
   Collector got;
-  for (size_t i = 0; i < cases.size(); ++i) {
-    FrameRequest req;
-    req.id = i;
-    req.frame = cases[i].frame.view;
-    req.renditions = {Rendition{0, 0, cases[i].params}};
-    req.on_done = got.Callback();
-    ASSERT_TRUE(worker->Submit(std::move(req)).ok());
-  }
-  worker->Flush();
+  SubmitAll(*worker, cases, got);
+  if (HasFatalFailure()) return;
   ASSERT_EQ(got.results.size(), cases.size());
   for (size_t i = 0; i < got.order.size(); ++i) EXPECT_EQ(got.order[i], i);
   ExpectMatchesCpuEncoder(cases, got);
@@ -118,15 +124,8 @@ TEST_P(WorkerTest, PoisonedSlotsNeverReachTheOutput) {
   MAKE_OR_SKIP(worker, options);
   const auto cases = MixedCases(30);
   Collector got;
-  for (size_t i = 0; i < cases.size(); ++i) {
-    FrameRequest req;
-    req.id = i;
-    req.frame = cases[i].frame.view;
-    req.renditions = {Rendition{0, 0, cases[i].params}};
-    req.on_done = got.Callback();
-    ASSERT_TRUE(worker->Submit(std::move(req)).ok());
-  }
-  worker->Flush();
+  SubmitAll(*worker, cases, got);
+  if (HasFatalFailure()) return;
   EXPECT_EQ(poisoned.load(), static_cast<int>(cases.size()));
   ExpectMatchesCpuEncoder(cases, got);
 }
@@ -137,15 +136,8 @@ TEST_P(WorkerTest, ProgressEventsOffGivesTheSameBytes) {
   MAKE_OR_SKIP(worker, options);
   const auto cases = MixedCases(10);
   Collector got;
-  for (size_t i = 0; i < cases.size(); ++i) {
-    FrameRequest req;
-    req.id = i;
-    req.frame = cases[i].frame.view;
-    req.renditions = {Rendition{0, 0, cases[i].params}};
-    req.on_done = got.Callback();
-    ASSERT_TRUE(worker->Submit(std::move(req)).ok());
-  }
-  worker->Flush();
+  SubmitAll(*worker, cases, got);
+  if (HasFatalFailure()) return;
   ExpectMatchesCpuEncoder(cases, got);
 }
 
@@ -156,15 +148,8 @@ TEST_P(WorkerTest, BandReadbackStartsOnlyAfterItsBandIsDone) {
   MAKE_OR_SKIP(worker, options);
   const auto cases = MixedCases(6);
   Collector got;
-  for (size_t i = 0; i < cases.size(); ++i) {
-    FrameRequest req;
-    req.id = i;
-    req.frame = cases[i].frame.view;
-    req.renditions = {Rendition{0, 0, cases[i].params}};
-    req.on_done = got.Callback();
-    ASSERT_TRUE(worker->Submit(std::move(req)).ok());
-  }
-  worker->Flush();
+  SubmitAll(*worker, cases, got);
+  if (HasFatalFailure()) return;
   size_t bands = 0;
   for (auto& [id, r] : got.results) {
     ASSERT_TRUE(r.status.ok()) << r.status.ToString();
@@ -197,15 +182,8 @@ TEST_P(WorkerTest, SurvivesAnInjectedRuntimeError) {
   MAKE_OR_SKIP(worker, options);
   const auto cases = MixedCases(12);
   Collector got;
-  for (size_t i = 0; i < cases.size(); ++i) {
-    FrameRequest req;
-    req.id = i;
-    req.frame = cases[i].frame.view;
-    req.renditions = {Rendition{0, 0, cases[i].params}};
-    req.on_done = got.Callback();
-    ASSERT_TRUE(worker->Submit(std::move(req)).ok());
-  }
-  worker->Flush();
+  SubmitAll(*worker, cases, got);
+  if (HasFatalFailure()) return;
   ASSERT_EQ(got.results.size(), cases.size());
   const FrameResult& failed = got.results.at(4);
   EXPECT_EQ(failed.status.code(), StatusCode::kInternal);

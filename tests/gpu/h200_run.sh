@@ -2,7 +2,7 @@
 # What runs on the GPU host (an NVIDIA H200 reached through the device tool). Expects the
 # nvidia-flavour binaries in .device/bin, libjpeg-turbo's two shared libraries in
 # .device/lib and test images in .device/media (see BENCHMARKS.md for how they are made);
-# writes logs to $OUT.   tests/gpu/h200_run.sh [tests|encode|pipeline]...
+# writes logs to $OUT.   tests/gpu/h200_run.sh [tests|encode|pipeline|rss]...
 set -uo pipefail
 export LD_LIBRARY_PATH=$PWD/.device/lib
 bin=.device/bin
@@ -27,10 +27,14 @@ for part in $parts; do
       done ;;
     pipeline)
       for args in "--size 1920x1080 --format yuv420p" "--size 1920x1080 --format rgb24" \
-                  "--size 3840x2160 --format yuv420p --frames 200" \
+                  "--size 3840x2160 --format yuv420p --frames 400" \
+                  "--size 1920x1080 --format yuv420p --renditions 1920x1080,1280x720,640x360 --modes on" \
                   "--size 1920x1080 --format yuv420p --stall-every 8 --stall-size 3840x2160 --stall-quality 100"; do
         $bin/conveyor-bench pipeline $args --worker gpu 2>&1 | tee -a "$out/bench_pipeline.log" \
-          | grep -vE '^\{'
+          | grep -vE '^\{|^copy bandwidth'
       done ;;
+    rss)
+      $bin/conveyor-bench pipeline --size 1920x1080 --format yuv420p --frames 100000 --modes on --worker gpu 2>&1 \
+        | tee -a "$out/bench_rss.log" | grep -E "frames/s|pinned|^pipelined" ;;
   esac
 done

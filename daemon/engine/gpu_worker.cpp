@@ -43,7 +43,7 @@ class GpuWorker : public Worker {
     delivery_queue_.Close();
     if (delivery_thread_.joinable()) delivery_thread_.join();
     (void)hipSetDevice(device_);
-    for (Stream* s : {&upload_, &encode_, &readback_}) {
+    for (Stream* s : AllStreams()) {
       if (s->get() != nullptr) (void)hipStreamSynchronize(s->get());
     }
   }
@@ -80,7 +80,7 @@ class GpuWorker : public Worker {
       pinned_bytes_ += s.output.size();
       device_bytes_ += s.source.size() + s.out.size();
     }
-    RETURN_IF_ERROR(ReserveScratch(p));
+    for (EncodeLane& lane : lanes_) RETURN_IF_ERROR(ReserveScratch(lane, p));
     issue_thread_ = std::thread([this] { IssueLoop(); });
     delivery_thread_ = std::thread([this] { DeliveryLoop(); });
     return OkStatus();
@@ -137,6 +137,15 @@ class GpuWorker : public Worker {
   }
 
  private:
+  // Encode lanes: each is a stream with its own scratch, and consecutive frames take
+  // turns, so the small launches of two frames can share the SMs. One upload and one
+  // readback stream serve both (DESIGN.md: two to four streams in all).
+  struct EncodeLane {
+    Stream stream;
+    BandScratch scratch;
+    DeviceBuffer scaled;  // the rendition being encoded, when it is scaled
+  };
+
   class Registration : public HostMemoryRegistration {
    public:
     Registration(GpuWorker* worker, HostRegistration r) : worker_(worker), r_(std::move(r)) {}
@@ -203,7 +212,10 @@ class GpuWorker : public Worker {
 
   Status CreateStreams() {
     ASSIGN_OR_RETURN(upload_, Stream::Create(0, "upload"));
-    ASSIGN_OR_RETURN(encode_, Stream::Create(HighestStreamPriority(), "encode"));
+    lanes_.resize(std::max(1, options_.encode_streams));
+    for (EncodeLane& lane : lanes_) {
+      ASSIGN_OR_RETURN(lane.stream, Stream::Create(HighestStreamPriority(), "encode"));
+    }
     ASSIGN_OR_RETURN(readback_, Stream::Create(0, "readback"));
     return OkStatus();
   }
@@ -239,12 +251,12 @@ class GpuWorker : public Worker {
 
   // Scratch shared by every slot, used only on the encode stream. Growing waits for that
   // stream first; it happens only when a frame needs more than any before it.
-  Status ReserveScratch(const EncodePlan& p) {
-    const uint64_t before = scratch_.bytes();
-    RETURN_IF_ERROR(scratch_.Reserve(p, [this] {
-      return GpuStatus(hipStreamSynchronize(encode_.get()), "hipStreamSynchronize(encode) before growing scratch");
+  Status ReserveScratch(EncodeLane& lane, const EncodePlan& p) {
+    const uint64_t before = lane.scratch.bytes();
+    RETURN_IF_ERROR(lane.scratch.Reserve(p, [&lane] {
+      return GpuStatus(hipStreamSynchronize(lane.stream.get()), "hipStreamSynchronize(encode) before growing scratch");
     }));
-    device_bytes_ += scratch_.bytes() - before;
+    device_bytes_ += lane.scratch.bytes() - before;
     return OkStatus();
   }
 
@@ -258,13 +270,19 @@ class GpuWorker : public Worker {
   }
 
   // The scaled frame renditions are encoded from; grows like the band scratch.
-  Status ReserveScaled(size_t bytes) {
-    if (scaled_.get() != nullptr && scaled_.size() >= bytes) return OkStatus();
-    if (scaled_.get() != nullptr) {
-      GPU_RETURN_IF_ERROR(hipStreamSynchronize(encode_.get()), "hipStreamSynchronize(encode) before growing scaled");
+  Status ReserveScaled(EncodeLane& lane, size_t bytes) {
+    if (lane.scaled.get() != nullptr && lane.scaled.size() >= bytes) return OkStatus();
+    if (lane.scaled.get() != nullptr) {
+      GPU_RETURN_IF_ERROR(hipStreamSynchronize(lane.stream.get()), "hipStreamSynchronize(encode) before growing scaled");
     }
-    device_bytes_ += bytes - scaled_.size();
-    return scaled_.Reserve(bytes, "scaled");
+    device_bytes_ += bytes - lane.scaled.size();
+    return lane.scaled.Reserve(bytes, "scaled");
+  }
+
+  std::vector<Stream*> AllStreams() {
+    std::vector<Stream*> all = {&upload_, &readback_};
+    for (EncodeLane& lane : lanes_) all.push_back(&lane.stream);
+    return all;
   }
 
   FrameView LargestFrameShape(std::vector<uint8_t>* storage) const {
@@ -308,7 +326,9 @@ class GpuWorker : public Worker {
       bands_total += plan.num_bands;
       s.plans.push_back(plan);
     }
-    if (scaled_bytes > 0) RETURN_IF_ERROR(ReserveScaled(scaled_bytes));
+    EncodeLane& lane = lanes_[next_lane_];
+    next_lane_ = (next_lane_ + 1) % static_cast<int>(lanes_.size());
+    if (scaled_bytes > 0) RETURN_IF_ERROR(ReserveScaled(lane, scaled_bytes));
     if (bands_total > kMaxBandsPerFrame) return InvalidArgument("too many bands in one frame");
 
     // Slot buffers: the slot is ours, nothing in flight uses them.
@@ -328,7 +348,7 @@ class GpuWorker : public Worker {
         s.band_copy_end.push_back(std::move(d));
       }
     }
-    for (const EncodePlan& p : s.plans) RETURN_IF_ERROR(ReserveScratch(p));
+    for (const EncodePlan& p : s.plans) RETURN_IF_ERROR(ReserveScratch(lane, p));
     std::vector<const EncodeTables*> tables;
     for (const Rendition& r : s.request.renditions) {
       ASSIGN_OR_RETURN(const EncodeTables* t, TablesFor(r.params.quality, s.index));
@@ -345,8 +365,8 @@ class GpuWorker : public Worker {
 
     // Encode, band by band, an event after each.
     RETURN_IF_ERROR(Check("hipStreamWaitEvent(encode, uploaded)", s.index,
-                          hipStreamWaitEvent(encode_.get(), s.uploaded.get(), 0)));
-    if (options_.stage_timing) (void)hipEventRecord(s.encode_start.get(), encode_.get());
+                          hipStreamWaitEvent(lane.stream.get(), s.uploaded.get(), 0)));
+    if (options_.stage_timing) (void)hipEventRecord(s.encode_start.get(), lane.stream.get());
     int flat = 0;
     for (size_t r = 0; r < s.plans.size(); ++r) {
       const EncodePlan& p = s.plans[r];
@@ -357,20 +377,20 @@ class GpuWorker : public Worker {
       if (s.scale_plans[r]) {
         const SourcePlanes uploaded = PackedSourcePlanes(s.source.get<uint8_t>(), f.format, f.width, f.height);
         RETURN_IF_ERROR(Injected("launch scale", s.index));
-        RETURN_IF_ERROR(EnqueueScale(*s.scale_plans[r], uploaded, scaled_.get<uint8_t>(), encode_.get())
+        RETURN_IF_ERROR(EnqueueScale(*s.scale_plans[r], uploaded, lane.scaled.get<uint8_t>(), lane.stream.get())
                             .WithContext("slot " + std::to_string(s.index)));
-        frame = scaled_.get<uint8_t>();
+        frame = lane.scaled.get<uint8_t>();
       }
       b.source = PackedSourcePlanes(frame, f.format, p.width, p.height);
-      scratch_.Fill(&b);
+      lane.scratch.Fill(&b);
       b.tables = tables[r];
       for (int band = 0; band < p.num_bands; ++band, ++flat) {
         b.band_out = s.out.get<uint8_t>() + s.out_offset[r] + band * p.band_capacity;
         b.band_bytes = s.band_bytes.device_get<uint32_t>() + flat;
         RETURN_IF_ERROR(Injected("launch band stages", s.index));
-        RETURN_IF_ERROR(EnqueueBandStages(p, b, band, encode_.get()).WithContext("slot " + std::to_string(s.index)));
+        RETURN_IF_ERROR(EnqueueBandStages(p, b, band, lane.stream.get()).WithContext("slot " + std::to_string(s.index)));
         RETURN_IF_ERROR(Check("hipEventRecord(band_done)", s.index,
-                              hipEventRecord(s.band_done[flat].get(), encode_.get())));
+                              hipEventRecord(s.band_done[flat].get(), lane.stream.get())));
       }
     }
     return OkStatus();
@@ -468,10 +488,10 @@ class GpuWorker : public Worker {
   // theirs. If the context itself is broken, stop taking frames (the engine then moves
   // sessions to another worker).
   void Recover(const Status& cause) {
-    for (Stream* st : {&upload_, &encode_, &readback_}) (void)hipStreamSynchronize(st->get());
+    for (Stream* st : AllStreams()) (void)hipStreamSynchronize(st->get());
     (void)hipGetLastError();  // clear a non-sticky error
     Status s = CreateStreams();
-    if (s.ok()) s = GpuStatus(hipStreamSynchronize(encode_.get()), "hipStreamSynchronize after re-create");
+    if (s.ok()) s = GpuStatus(hipStreamSynchronize(lanes_[0].stream.get()), "hipStreamSynchronize after re-create");
     restarts_.fetch_add(1);
     if (!s.ok()) {
       dead_reason_ = s.ToString() + " (after: " + cause.ToString() + ")";
@@ -515,13 +535,14 @@ class GpuWorker : public Worker {
   const int device_;
   const WorkerOptions options_;
   const std::string name_;
-  Stream upload_, encode_, readback_;
+  Stream upload_, readback_;
+  std::vector<EncodeLane> lanes_;
+  int next_lane_ = 0;  // issue thread only
   Event reference_;  // stage timing: time zero of FrameTimes' GPU intervals
   SlotPool pool_;
   std::vector<Slot> slots_;
   std::map<int, TablesEntry> tables_;  // issue thread only
-  BandScratch scratch_;
-  DeviceBuffer scaled_;  // encode stream only
+
   FrameQueue<int> issue_queue_, delivery_queue_;
   std::thread issue_thread_, delivery_thread_;
   std::mutex recover_mu_;

@@ -76,6 +76,9 @@ struct WorkerOptions {
   // Pixel rows per band. 0: the GPU worker picks bands of about kGpuBandBlocks blocks
   // (fewer, fuller launches); the CPU worker uses the encoder's default.
   int band_rows = 0;
+  // GPU: encode streams that consecutive frames take turns on, so that two frames'
+  // small launches can run side by side (each stream has its own scratch).
+  int encode_streams = 2;
   bool stage_timing = false;     // GPU: timing events around upload, encode and readback
   int cpu_threads = 0;           // CPU worker: 0 = one per hardware thread
 

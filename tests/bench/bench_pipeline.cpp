@@ -246,6 +246,7 @@ Status Run(const PipelineBenchOptions& o) {
   WorkerOptions wo;
   wo.slots = o.slots;
   wo.band_rows = o.band_rows;
+  wo.encode_streams = o.encode_streams;
   wo.stage_timing = true;
   for (const auto* f : seq) {
     wo.max_width = std::max(wo.max_width, f->view.width);
@@ -287,9 +288,10 @@ Status Run(const PipelineBenchOptions& o) {
     results.push_back(r);
   }
 
-  std::printf("\nconveyor-bench pipeline  %dx%d %s q%d %s, %d frames, %d slots, band rows %s, worker %s (%s)\n",
+  std::printf("\nconveyor-bench pipeline  %dx%d %s q%d %s, %d frames, %d slots, %d encode streams, band rows %s, "
+              "worker %s (%s)\n",
               first.width, first.height, PixelFormatName(first.format), o.quality, o.subsampling.c_str(), o.frames,
-              o.slots, o.band_rows > 0 ? std::to_string(o.band_rows).c_str() : "auto", worker.c_str(), device.c_str());
+              o.slots, o.encode_streams, o.band_rows > 0 ? std::to_string(o.band_rows).c_str() : "auto", worker.c_str(), device.c_str());
   if (!ladder.empty()) std::printf("renditions per frame: %s\n", o.renditions.c_str());
   if (worker == "gpu") std::printf("input frames: %s\n", o.input_memory == "registered"
                                                           ? "registered caller memory, uploaded in place"
@@ -363,6 +365,8 @@ void AddPipelineCommand(CLI::App& app, PipelineBenchOptions* o, int* exit_code) 
   cmd->add_option("--input-memory", o->input_memory, "registered (uploaded in place) or copied")
       ->capture_default_str();
   cmd->add_option("--slots", o->slots, "Slots in the worker's ring")->capture_default_str();
+  cmd->add_option("--encode-streams", o->encode_streams, "GPU encode streams frames take turns on")
+      ->capture_default_str();
   cmd->add_option("--band-rows", o->band_rows, "Pixel rows per band; 0: the worker's default")->capture_default_str();
   cmd->add_option("--stall-every", o->stall_every, "Every Nth frame is heavy (0: off)")->capture_default_str();
   cmd->add_option("--stall-size", o->stall_size, "Size of the heavy frames")->capture_default_str();

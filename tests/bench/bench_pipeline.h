@@ -21,6 +21,7 @@ struct PipelineBenchOptions {
   std::string input_memory = "registered";  // or "copied": into the worker's pinned slots
   int slots = 3;
   int band_rows = 0;            // 0: the worker's default
+  int encode_streams = 2;
   int stall_every = 0;          // every Nth frame is heavy (0: no stall scenario)
   std::string stall_size = "3840x2160";
   int stall_quality = 100;

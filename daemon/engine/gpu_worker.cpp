@@ -119,10 +119,7 @@ class GpuWorker : public Worker {
   StatusOr<std::unique_ptr<HostMemoryRegistration>> RegisterHostMemory(void* data, size_t size) override {
     GPU_RETURN_IF_ERROR(hipSetDevice(device_), "hipSetDevice");
     ASSIGN_OR_RETURN(HostRegistration r, HostRegistration::Register(data, size, "caller frames"));
-    auto reg = std::make_unique<Registration>(this, std::move(r));
-    std::lock_guard<std::mutex> lock(registered_mu_);
-    registered_.push_back(reg.get());
-    return std::unique_ptr<HostMemoryRegistration>(std::move(reg));
+    return std::unique_ptr<HostMemoryRegistration>(std::make_unique<Registration>(registry_, std::move(r)));
   }
 
   WorkerStats Stats() const override {
@@ -146,21 +143,28 @@ class GpuWorker : public Worker {
     DeviceBuffer scaled;  // the rendition being encoded, when it is scaled
   };
 
+  // Registered ranges, shared with the registrations so that one dropped after the
+  // worker is gone still finds a live list.
+  struct Registry {
+    std::mutex mu;
+    std::vector<const HostRegistration*> ranges;
+  };
+
   class Registration : public HostMemoryRegistration {
    public:
-    Registration(GpuWorker* worker, HostRegistration r) : worker_(worker), r_(std::move(r)) {}
-    ~Registration() override {
-      std::lock_guard<std::mutex> lock(worker_->registered_mu_);
-      auto& v = worker_->registered_;
-      v.erase(std::remove(v.begin(), v.end(), this), v.end());
+    Registration(std::shared_ptr<Registry> registry, HostRegistration r)
+        : registry_(std::move(registry)), r_(std::move(r)) {
+      std::lock_guard<std::mutex> lock(registry_->mu);
+      registry_->ranges.push_back(&r_);
     }
-    bool Contains(const uint8_t* p, size_t n) const {
-      const auto* base = static_cast<const uint8_t*>(r_.get());
-      return p >= base && p + n <= base + r_.size();
+    ~Registration() override {
+      std::lock_guard<std::mutex> lock(registry_->mu);
+      auto& v = registry_->ranges;
+      v.erase(std::remove(v.begin(), v.end(), &r_), v.end());
     }
 
    private:
-    GpuWorker* worker_;
+    std::shared_ptr<Registry> registry_;
     HostRegistration r_;
   };
 
@@ -170,9 +174,11 @@ class GpuWorker : public Worker {
     for (int p = 0; p < LayoutOf(f.format).num_planes; ++p) {
       if (f.plane[p] != f.plane[0] + g.offset[p] || f.stride[p] != g.row_bytes[p]) return false;
     }
-    std::lock_guard<std::mutex> lock(registered_mu_);
-    for (const Registration* r : registered_) {
-      if (r->Contains(f.plane[0], PackedFrameSize(f.format, f.width, f.height))) return true;
+    const size_t size = PackedFrameSize(f.format, f.width, f.height);
+    std::lock_guard<std::mutex> lock(registry_->mu);
+    for (const HostRegistration* r : registry_->ranges) {
+      const auto* base = static_cast<const uint8_t*>(r->get());
+      if (f.plane[0] >= base && f.plane[0] + size <= base + r->size()) return true;
     }
     return false;
   }
@@ -546,12 +552,11 @@ class GpuWorker : public Worker {
   FrameQueue<int> issue_queue_, delivery_queue_;
   std::thread issue_thread_, delivery_thread_;
   std::mutex recover_mu_;
-  std::mutex registered_mu_;
-  std::vector<Registration*> registered_;
+  std::shared_ptr<Registry> registry_ = std::make_shared<Registry>();
   std::atomic<bool> dead_{false};
   std::string dead_reason_;
   std::atomic<uint64_t> done_{0}, failed_{0}, restarts_{0}, device_bytes_{0};
-  uint64_t pinned_bytes_ = 0;
+  std::atomic<uint64_t> pinned_bytes_{0};  // grows on the issue thread, read by Stats()
   std::atomic<int> in_flight_{0};
 };
 

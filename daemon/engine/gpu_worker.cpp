@@ -130,6 +130,8 @@ class GpuWorker : public Worker {
     st.pinned_bytes = pinned_bytes_;
     st.device_bytes = device_bytes_.load();
     st.in_flight = in_flight_.load();
+    st.issue_busy_s = issue_busy_ns_.load() / 1e9;
+    st.delivery_busy_s = delivery_busy_ns_.load() / 1e9;
     return st;
   }
 
@@ -407,12 +409,16 @@ class GpuWorker : public Worker {
     while (auto index = issue_queue_.Pop()) {
       Slot& s = slots_[*index];
       s.started = std::chrono::steady_clock::now();
-      std::lock_guard<std::mutex> lock(recover_mu_);  // Recover() swaps the streams
-      if (dead_.load()) {
-        s.status = Unavailable(Describe() + " is out of service: " + dead_reason_);
-      } else {
-        s.status = Issue(s);
+      {
+        std::lock_guard<std::mutex> lock(recover_mu_);  // Recover() swaps the streams
+        if (dead_.load()) {
+          s.status = Unavailable(Describe() + " is out of service: " + dead_reason_);
+        } else {
+          s.status = Issue(s);
+        }
       }
+      issue_busy_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                                             s.started).count();
       delivery_queue_.Push(*index);
     }
   }
@@ -514,7 +520,10 @@ class GpuWorker : public Worker {
       result.times.submitted = s.submitted;
       result.times.started = s.started;
       result.jpeg.resize(s.request.renditions.size());
+      const SteadyTime deliver_start = std::chrono::steady_clock::now();
       Status status = s.status.ok() ? Deliver(s, &result) : s.status;
+      delivery_busy_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                                                deliver_start).count();
       result.times.done = std::chrono::steady_clock::now();
       if (!status.ok()) {
         result.status = status.WithContext(Describe());
@@ -558,6 +567,7 @@ class GpuWorker : public Worker {
   std::atomic<uint64_t> done_{0}, failed_{0}, restarts_{0}, device_bytes_{0};
   std::atomic<uint64_t> pinned_bytes_{0};  // grows on the issue thread, read by Stats()
   std::atomic<int> in_flight_{0};
+  std::atomic<int64_t> issue_busy_ns_{0}, delivery_busy_ns_{0};
 };
 
 }  // namespace

@@ -101,6 +101,9 @@ struct WorkerStats {
   uint64_t pinned_bytes = 0;         // page-locked host memory held (fixed at start)
   uint64_t device_bytes = 0;
   int in_flight = 0;
+  // GPU worker: seconds its issue thread spent queuing work, and its delivery thread
+  // spent waiting for and copying bands (host-side limits show here).
+  double issue_busy_s = 0, delivery_busy_s = 0;
 };
 
 class Worker {

@@ -88,6 +88,7 @@ uint64_t RssBytes() {
 struct ModeResult {
   std::string mode;
   uint64_t rss_after_warmup = 0, rss_after = 0, pinned_bytes = 0, device_bytes = 0;
+  double issue_busy = 0, delivery_busy = 0;  // share of wall time, GPU worker's host threads
   double fps = 0, wall = 0;
   double busy[3] = {0, 0, 0};  // upload, encode, readback (GPU event time)
   double overlap = 0, gpu_span = 0;
@@ -174,6 +175,7 @@ StatusOr<ModeResult> RunWorkerMode(const std::string& mode, std::unique_ptr<Work
   }
   worker->Flush();
   const uint64_t rss_warm = RssBytes();
+  const WorkerStats before = worker->Stats();
   const SteadyTime start = Clock::now();
   for (size_t i = 0; i < seq.size(); ++i) {
     FrameRequest req;
@@ -194,8 +196,11 @@ StatusOr<ModeResult> RunWorkerMode(const std::string& mode, std::unique_ptr<Work
   r.fps = seq.size() / r.wall;
   r.rss_after_warmup = rss_warm;
   r.rss_after = RssBytes();
-  r.pinned_bytes = worker->Stats().pinned_bytes;
-  r.device_bytes = worker->Stats().device_bytes;
+  const WorkerStats after = worker->Stats();
+  r.pinned_bytes = after.pinned_bytes;
+  r.device_bytes = after.device_bytes;
+  r.issue_busy = (after.issue_busy_s - before.issue_busy_s) / r.wall;
+  r.delivery_busy = (after.delivery_busy_s - before.delivery_busy_s) / r.wall;
   return r;
 }
 
@@ -317,6 +322,9 @@ Status Run(const PipelineBenchOptions& o) {
     std::printf("%-30s pinned %.1f MiB, device %.1f MiB (fixed at start); RSS %.1f -> %.1f MiB over %d frames\n",
                 r.mode.c_str(), r.pinned_bytes / 1048576.0, r.device_bytes / 1048576.0,
                 r.rss_after_warmup / 1048576.0, r.rss_after / 1048576.0, o.frames);
+    if (r.issue_busy > 0)
+      std::printf("%-30s host threads busy: issue %.0f%%, delivery %.0f%% of wall time\n", r.mode.c_str(),
+                  100 * r.issue_busy, 100 * r.delivery_busy);
   }
   const ModeResult* serial = nullptr;
   const ModeResult* off = nullptr;

@@ -11,6 +11,7 @@
 // completion was observed (DESIGN.md rules 1-6).
 #include <algorithm>
 #include <atomic>
+#include <deque>
 #include <map>
 #include <optional>
 #include <mutex>
@@ -31,6 +32,9 @@ namespace conveyor {
 namespace {
 
 constexpr int kMaxBandsPerFrame = 4096;  // mapped counters per slot, summed over renditions
+// Band buffers per slot on the host side of readback: band k's copy is queued while
+// band k-1's may still be in flight.
+constexpr int kReadbackBuffers = 2;
 
 class GpuWorker : public Worker {
  public:
@@ -73,9 +77,12 @@ class GpuWorker : public Worker {
     const FrameView largest = LargestFrameShape(&probe_frame);
     EncodeParams worst;
     worst.subsampling = Subsampling::k444;
-    ASSIGN_OR_RETURN(EncodePlan p, MakeEncodePlan(largest, worst));
+    ASSIGN_OR_RETURN(EncodePlan p, MakeEncodePlan(largest, worst, BandRows(largest, worst)));
     for (Slot& s : slots_) {
-      ASSIGN_OR_RETURN(s.output, PinnedBuffer::Allocate(p.band_capacity, false, "slot output"));
+      ASSIGN_OR_RETURN(s.output, PinnedBuffer::Allocate(kReadbackBuffers * p.band_capacity, false, "slot output"));
+      for (Event& e : s.copied) {
+        ASSIGN_OR_RETURN(e, Event::Create(false, "copied"));
+      }
       ASSIGN_OR_RETURN(s.out, DeviceBuffer::Allocate(p.band_capacity * p.num_bands, "slot out"));
       pinned_bytes_ += s.output.size();
       device_bytes_ += s.source.size() + s.out.size();
@@ -191,7 +198,8 @@ class GpuWorker : public Worker {
     bool input_released = false;
     PinnedBuffer input;       // the packed frame, source of the H2D copy
     PinnedBuffer band_bytes;  // mapped: each band's byte count, written by PackKernel
-    PinnedBuffer output;      // one band at a time, destination of the D2H copy
+    PinnedBuffer output;      // kReadbackBuffers band buffers, destinations of the D2H copies
+    Event copied[kReadbackBuffers];  // recorded after the copy into each band buffer
     DeviceBuffer source;      // the uploaded frame
     DeviceBuffer out;         // every band of every rendition, at fixed offsets
     Event uploaded;
@@ -342,8 +350,9 @@ class GpuWorker : public Worker {
     // Slot buffers: the slot is ours, nothing in flight uses them.
     size_t max_band = 0;
     for (const EncodePlan& p : s.plans) max_band = std::max<size_t>(max_band, p.band_capacity);
-    if (s.output.size() < max_band) pinned_bytes_ += max_band - s.output.size();
-    RETURN_IF_ERROR(s.output.Reserve(max_band, "slot output"));
+    const size_t output_bytes = kReadbackBuffers * max_band;
+    if (s.output.size() < output_bytes) pinned_bytes_ += output_bytes - s.output.size();
+    RETURN_IF_ERROR(s.output.Reserve(output_bytes, "slot output"));
     if (s.out.size() < out_total) device_bytes_ += out_total - s.out.size();
     RETURN_IF_ERROR(s.out.Reserve(out_total, "slot out"));
     while (s.band_done.size() < bands_total) {
@@ -442,10 +451,27 @@ class GpuWorker : public Worker {
                             hipEventSynchronize(s.band_done[bands_total - 1].get())));
     }
     const volatile uint32_t* counts = s.band_bytes.get<uint32_t>();
+    // Copies in flight, oldest first: (band buffer, bytes). A band buffer is read by the
+    // host, and then reused, only after its copy's event has completed.
+    struct InFlight {
+      int buffer;
+      uint32_t bytes;
+    };
+    std::deque<InFlight> in_flight;
     int flat = 0;
     for (size_t r = 0; r < s.plans.size(); ++r) {
       const EncodePlan& p = s.plans[r];
       std::vector<uint8_t>& jpeg = result->jpeg[r];
+      const size_t buffer_bytes = s.output.size() / kReadbackBuffers;
+      auto append_oldest = [&]() -> Status {
+        const InFlight c = in_flight.front();
+        in_flight.pop_front();
+        RETURN_IF_ERROR(Check("hipEventSynchronize(copied)", s.index, hipEventSynchronize(s.copied[c.buffer].get())));
+        if (result->times.first_byte == SteadyTime{}) result->times.first_byte = std::chrono::steady_clock::now();
+        const uint8_t* bytes = s.output.get<uint8_t>() + c.buffer * buffer_bytes;
+        jpeg.insert(jpeg.end(), bytes, bytes + c.bytes);
+        return OkStatus();
+      };
       AppendJfifHeader(p, &jpeg);
       for (int band = 0; band < p.num_bands; ++band, ++flat) {
         Event& done = s.band_done[flat];
@@ -456,19 +482,22 @@ class GpuWorker : public Worker {
           return Internal("band " + std::to_string(band) + " overflowed its buffer (slot " +
                           std::to_string(s.index) + ")");
         }
+        if (in_flight.size() == kReadbackBuffers) RETURN_IF_ERROR(append_oldest());
+        const int buffer = flat % kReadbackBuffers;
         RETURN_IF_ERROR(Check("hipStreamWaitEvent(readback, band_done)", s.index,
                               hipStreamWaitEvent(readback_.get(), done.get(), 0)));
         if (options_.stage_timing) (void)hipEventRecord(s.band_copy_start[flat].get(), readback_.get());
         RETURN_IF_ERROR(Injected("hipMemcpyAsync(readback)", s.index));
         RETURN_IF_ERROR(Check("hipMemcpyAsync(readback)", s.index,
-                              hipMemcpyAsync(s.output.get(), s.out.get<uint8_t>() + s.out_offset[r] + band * p.band_capacity,
-                                             n, hipMemcpyDeviceToHost, readback_.get())));
+                              hipMemcpyAsync(s.output.get<uint8_t>() + buffer * buffer_bytes,
+                                             s.out.get<uint8_t>() + s.out_offset[r] + band * p.band_capacity, n,
+                                             hipMemcpyDeviceToHost, readback_.get())));
         if (options_.stage_timing) (void)hipEventRecord(s.band_copy_end[flat].get(), readback_.get());
-        // The pinned output is reused for the next band only after this copy completed.
-        RETURN_IF_ERROR(Check("hipStreamSynchronize(readback)", s.index, hipStreamSynchronize(readback_.get())));
-        if (flat == 0) result->times.first_byte = std::chrono::steady_clock::now();
-        jpeg.insert(jpeg.end(), s.output.get<uint8_t>(), s.output.get<uint8_t>() + n);
+        RETURN_IF_ERROR(Check("hipEventRecord(copied)", s.index,
+                              hipEventRecord(s.copied[buffer].get(), readback_.get())));
+        in_flight.push_back({buffer, n});
       }
+      while (!in_flight.empty()) RETURN_IF_ERROR(append_oldest());
       AppendJfifTrailer(&jpeg);
     }
     if (options_.stage_timing) {

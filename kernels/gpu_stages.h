@@ -20,9 +20,9 @@ struct BandDeviceBuffers {
   SourcePlanes source;          // the uploaded frame
   uint8_t* planes[3];           // stage 1 -> 2, BandPlaneSize(c) each
   int16_t* levels;              // stage 2 -> 3, BandBlocks() * 64
-  uint32_t* block_words;        // stage 3a -> 3b, kMaxWordsPerBlock per block
-  uint32_t* block_bits;         // stage 3a -> 3b, one per block
-  uint32_t* segment_words;      // stage 3b, SegmentWordCapacity() per band-local segment
+  uint32_t* block_words;        // stage 3: each block's raw bits, kMaxWordsPerBlock words
+  uint32_t* block_bits;         // stage 3: each block's bit count
+  uint32_t* segment_words;      // stage 3: SegmentWordCapacity() per band-local segment
   uint8_t* segments;            // stage 3 -> 4, segment_capacity per band-local segment
   uint32_t* segment_bytes;      // stage 3 -> 4, one per band-local segment
   uint8_t* band_out;            // stage 4 output for this band (band_capacity)

@@ -12,8 +12,7 @@ namespace {
 
 constexpr int kColorTile = 16;       // 16x16 threads, one per output sample
 constexpr int kDctBlocksPerCta = 8;  // 8 blocks x 8 rows = 64 threads
-constexpr int kBlockCodeThreads = 128;  // one thread per block
-constexpr int kSegmentThreads = 128;    // one CTA per segment
+constexpr int kSegmentThreads = 128;    // one CTA per restart segment
 constexpr int kPackThreads = 128;  // one CTA per segment; a power of two for the reduction
 
 // Stage 1. z = 0 fills the luma plane, z = 1 both chroma planes.
@@ -56,22 +55,21 @@ __global__ void DctKernel(EncodePlan p, BandDeviceBuffers b, int band) {
   }
 }
 
-// Stage 3a. One thread codes one block into its own raw bit buffer. DC prediction needs
-// only the previous block's DC level, which stage 2 has already written, so every block
-// is independent. The Huffman tables sit in shared memory.
-__global__ void BlockCodeKernel(EncodePlan p, BandDeviceBuffers b, int band) {
-  __shared__ HuffTable dc[2], ac[2];
-  {
-    const uint32_t* src = reinterpret_cast<const uint32_t*>(&b.tables->dc[0]);
-    uint32_t* dst = reinterpret_cast<uint32_t*>(&dc[0]);
-    for (int i = threadIdx.x; i < static_cast<int>(2 * sizeof(HuffTable) / 4); i += blockDim.x) dst[i] = src[i];
-    src = reinterpret_cast<const uint32_t*>(&b.tables->ac[0]);
-    dst = reinterpret_cast<uint32_t*>(&ac[0]);
-    for (int i = threadIdx.x; i < static_cast<int>(2 * sizeof(HuffTable) / 4); i += blockDim.x) dst[i] = src[i];
-  }
-  __syncthreads();
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= p.BandMcus(band) * p.blocks_per_mcu) return;
+// Loads the Huffman tables into shared memory, a word per thread at a time.
+__device__ void LoadHuffTables(const EncodeTables* t, HuffTable* dc, HuffTable* ac) {
+  const uint32_t* src = reinterpret_cast<const uint32_t*>(&t->dc[0]);
+  uint32_t* dst = reinterpret_cast<uint32_t*>(dc);
+  for (int i = threadIdx.x; i < static_cast<int>(2 * sizeof(HuffTable) / 4); i += blockDim.x) dst[i] = src[i];
+  src = reinterpret_cast<const uint32_t*>(&t->ac[0]);
+  dst = reinterpret_cast<uint32_t*>(ac);
+  for (int i = threadIdx.x; i < static_cast<int>(2 * sizeof(HuffTable) / 4); i += blockDim.x) dst[i] = src[i];
+}
+
+// Codes band-local block i into its own raw bit buffer. DC prediction needs only the
+// previous block's DC level, which stage 2 has already written, so every block is
+// independent.
+__device__ void CodeBlock(const EncodePlan& p, const BandDeviceBuffers& b, int band, int i, const HuffTable* dc,
+                          const HuffTable* ac) {
   const int cls = p.comp[p.block_comp[i % p.blocks_per_mcu]].quant;
   const int prev = PreviousBlockSameComponent(p, band, i);
   int32_t last_dc = prev < 0 ? 0 : b.levels[static_cast<size_t>(prev) * 64];
@@ -105,12 +103,15 @@ __device__ inline uint8_t StreamByte(const uint32_t* words, uint32_t j) {
   return static_cast<uint8_t>(words[j >> 2] >> (24 - 8 * (j & 3)));
 }
 
-// Stage 3b. One CTA assembles one restart segment: a prefix sum of its blocks' bit
-// lengths, every block ORed into place at its bit offset, the 1-bit padding, then byte
-// stuffing with a second prefix sum for the output positions. The result is the bytes
-// EncodeSegment writes for the same segment.
-__global__ void SegmentAssembleKernel(EncodePlan p, BandDeviceBuffers b, int band) {
+// Stage 3. One CTA codes and assembles one restart segment: each thread codes blocks of
+// the segment into raw bit buffers (tables in shared memory), then a prefix sum of the
+// bit lengths places every block, they are ORed into place, padded with 1-bits, and the
+// bytes are stuffed with a second prefix sum for the output positions. The result is the
+// bytes EncodeSegment writes for the same segment.
+__global__ void SegmentCodeKernel(EncodePlan p, BandDeviceBuffers b, int band) {
   __shared__ uint32_t scan[kSegmentThreads + 1];
+  __shared__ HuffTable dc[2], ac[2];
+  LoadHuffTables(b.tables, dc, ac);
   const int local = blockIdx.x;
   const int band_first = p.BandFirstMcu(band);
   const int band_end = band_first + p.BandMcus(band);
@@ -119,6 +120,10 @@ __global__ void SegmentAssembleKernel(EncodePlan p, BandDeviceBuffers b, int ban
   const int mcu1 = min((segment + 1) * p.segment_mcus, band_end);
   const int b0 = (mcu0 - band_first) * p.blocks_per_mcu;
   const int n = (mcu1 - mcu0) * p.blocks_per_mcu;
+  __syncthreads();  // tables loaded
+  for (int k = threadIdx.x; k < n; k += blockDim.x) CodeBlock(p, b, band, b0 + k, dc, ac);
+  __syncthreads();  // every block's bits are in global memory, visible to the CTA
+
   const int chunk = (n + blockDim.x - 1) / blockDim.x;
   const int t0 = min(n, static_cast<int>(threadIdx.x) * chunk);
   const int t1 = min(n, t0 + chunk);
@@ -253,15 +258,8 @@ Status EnqueueBandStages(const EncodePlan& p, const BandDeviceBuffers& b, int ba
     hipLaunchKernelGGL(DctKernel, grid, dim3(kDctBlocksPerCta * 8), 0, stream, p, b, band);
     GPU_RETURN_IF_ERROR(hipGetLastError(), "launch DctKernel" + where);
   }
-  {
-    const int blocks = p.BandMcus(band) * p.blocks_per_mcu;
-    const dim3 grid((blocks + kBlockCodeThreads - 1) / kBlockCodeThreads);
-    hipLaunchKernelGGL(BlockCodeKernel, grid, dim3(kBlockCodeThreads), 0, stream, p, b, band);
-    GPU_RETURN_IF_ERROR(hipGetLastError(), "launch BlockCodeKernel" + where);
-    hipLaunchKernelGGL(SegmentAssembleKernel, dim3(p.BandSegments(band)), dim3(kSegmentThreads), 0, stream, p, b,
-                       band);
-    GPU_RETURN_IF_ERROR(hipGetLastError(), "launch SegmentAssembleKernel" + where);
-  }
+  hipLaunchKernelGGL(SegmentCodeKernel, dim3(p.BandSegments(band)), dim3(kSegmentThreads), 0, stream, p, b, band);
+  GPU_RETURN_IF_ERROR(hipGetLastError(), "launch SegmentCodeKernel" + where);
   hipLaunchKernelGGL(PackKernel, dim3(p.BandSegments(band)), dim3(kPackThreads), 0, stream, p, b, band);
   GPU_RETURN_IF_ERROR(hipGetLastError(), "launch PackKernel" + where);
   return OkStatus();

@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "cpu_huffman.h"
 #include "jfif_writer.h"
 #include "stage_dct.h"
 #include "stage_huffman.h"
@@ -178,11 +179,12 @@ CONVEYOR_HOST_CLONES void DctStage(const EncodePlan p, const EncodeTables& t, in
 CONVEYOR_HOST_CLONES void HuffmanAndPackStage(const EncodePlan& p, const EncodeTables& t, int band,
                                               HostBandScratch* scratch, std::vector<uint8_t>* out) {
   if (scratch->segment.size() < p.segment_capacity) scratch->segment.resize(p.segment_capacity);
+  HostHuffTables tables;
+  BuildHostHuffTables(t, &tables);
   const int first = p.BandFirstSegment(band);
   for (int s = first; s < first + p.BandSegments(band); ++s) {
     // The plan sizes segment_capacity for the worst case, so this never overflows.
-    const uint32_t n = EncodeSegment(p, t, scratch->levels.data(), band, s, scratch->segment.data(),
-                                     p.segment_capacity);
+    const uint32_t n = EncodeSegmentHost(p, tables, scratch->levels.data(), band, s, scratch->segment.data());
     out->insert(out->end(), scratch->segment.data(), scratch->segment.data() + n);
     uint8_t marker[2];
     out->insert(out->end(), marker, marker + WriteRestartMarker(p, s, marker));

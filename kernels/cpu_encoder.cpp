@@ -136,20 +136,42 @@ CONVEYOR_HOST_CLONES void ColorStage(const EncodePlan& p, const SourcePlanes& s,
   }
 }
 
+// 8x8 transpose of int32 lanes in three rounds of interleaves (32-bit pairs, 64-bit pairs,
+// 128-bit halves), the usual SIMD arrangement.
+inline void Transpose8x8(const Lanes8 r[8], Lanes8 c[8]) {
+  Lanes8 t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = __builtin_shufflevector(t[i], t[i + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+    u[i + 1] = __builtin_shufflevector(t[i], t[i + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+    u[i + 2] = __builtin_shufflevector(t[i + 1], t[i + 3], 0, 1, 8, 9, 4, 5, 12, 13);
+    u[i + 3] = __builtin_shufflevector(t[i + 1], t[i + 3], 2, 3, 10, 11, 6, 7, 14, 15);
+  }
+  for (int i = 0; i < 4; ++i) {
+    c[i] = __builtin_shufflevector(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+    c[i + 4] = __builtin_shufflevector(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+  }
+}
+
 // The DCT of one block with the 1-D passes run eight at a time: pass 1 transforms the
 // eight rows in parallel (lanes are rows), pass 2 the eight columns (lanes are columns).
 // Fdct8 is the same template the GPU runs per row and per column, so each lane computes
-// exactly the integers of the scalar path.
+// exactly the integers of the scalar path (unit.Dct.HostStageEqualsPerRowAndColumnDefinition).
 inline void FdctQuantizeBlock(const uint8_t* src, int stride, const QuantTable& quant,
                               const uint8_t* zigzag_position, int16_t* levels) {
-  Lanes8 in[8], out[8];
-  alignas(32) int32_t t[8][8];
-  for (int r = 0; r < 8; ++r)
-    for (int j = 0; j < 8; ++j) t[j][r] = static_cast<int32_t>(src[r * stride + j]) - 128;
-  std::memcpy(in, t, sizeof(t));
-  dct::Fdct8<true, Lanes8>(in, out, 1);  // out[u][r]: coefficient u of row r
-  for (int r = 0; r < 8; ++r)
-    for (int u = 0; u < 8; ++u) in[r][u] = out[u][r];
+  typedef uint8_t Bytes8 __attribute__((vector_size(8)));
+  Lanes8 rows[8], in[8], out[8];
+  for (int r = 0; r < 8; ++r) {
+    Bytes8 b;
+    std::memcpy(&b, src + r * stride, sizeof(b));
+    rows[r] = __builtin_convertvector(b, Lanes8) - 128;
+  }
+  Transpose8x8(rows, in);                 // in[j][r]: sample j of row r
+  dct::Fdct8<true, Lanes8>(in, out, 1);   // out[u][r]: coefficient u of row r
+  Transpose8x8(out, in);                  // in[r][u]
   dct::Fdct8<false, Lanes8>(in, out, 1);  // out[v][u]: coefficient (v, u), natural order
   for (int v = 0; v < 8; ++v) {
     Lanes8 mul, half;
@@ -165,13 +187,20 @@ inline void FdctQuantizeBlock(const uint8_t* src, int stride, const QuantTable& 
 }
 
 CONVEYOR_HOST_CLONES void DctStage(const EncodePlan p, const EncodeTables& t, int band,
-                                        HostBandScratch* scratch) {
-  const int blocks = p.BandMcus(band) * p.blocks_per_mcu;
-  for (int i = 0; i < blocks; ++i) {
-    const BlockOrigin o = BandBlockOrigin(p, i);
-    const int w = p.comp[o.comp].plane_w;
-    const uint8_t* src = scratch->planes[o.comp].data() + static_cast<size_t>(o.y) * w + o.x;
-    FdctQuantizeBlock(src, w, t.quant[p.comp[o.comp].quant], t.zigzag_position, scratch->levels.data() + static_cast<size_t>(i) * 64);
+                                    const uint8_t* const planes[3], int16_t* levels) {
+  // Walks MCUs in scan order with nested loops: no division per block.
+  int16_t* out = levels;
+  for (int row = 0; row < p.BandMcuRows(band); ++row) {
+    for (int mx = 0; mx < p.mcus_x; ++mx) {
+      for (int j = 0; j < p.blocks_per_mcu; ++j, out += 64) {
+        const int c = p.block_comp[j];
+        const int w = p.comp[c].plane_w;
+        const int x = (mx * p.comp[c].h + p.block_dx[j]) * 8;
+        const int y = (row * p.comp[c].v + p.block_dy[j]) * 8;
+        FdctQuantizeBlock(planes[c] + static_cast<size_t>(y) * w + x, w, t.quant[p.comp[c].quant], t.zigzag_position,
+                          out);
+      }
+    }
   }
 }
 
@@ -197,6 +226,11 @@ void ColorBandOnHost(const EncodePlan& plan, const SourcePlanes& source, int ban
   ColorStage(plan, source, band, planes);
 }
 
+void DctBandOnHost(const EncodePlan& plan, const EncodeTables& tables, int band, const uint8_t* const planes[3],
+                   int16_t* levels) {
+  DctStage(plan, tables, band, planes, levels);
+}
+
 SourcePlanes SourcePlanesOf(const FrameView& frame) {
   SourcePlanes s{};
   for (int i = 0; i < 3; ++i) {
@@ -214,7 +248,7 @@ void EncodeBandOnHost(const EncodePlan& plan, const EncodeTables& tables,
 
   uint8_t* const planes[3] = {scratch.planes[0].data(), scratch.planes[1].data(), scratch.planes[2].data()};
   ColorStage(plan, source, band, planes);
-  DctStage(plan, tables, band, &scratch);
+  DctStage(plan, tables, band, planes, scratch.levels.data());
 
   HuffmanAndPackStage(plan, tables, band, &scratch, out);
 }

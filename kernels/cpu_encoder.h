@@ -26,6 +26,12 @@ void EncodeBandOnHost(const EncodePlan& plan, const EncodeTables& tables,
 // Exposed so tests can hold it to the per-sample definition in stage_color.h.
 void ColorBandOnHost(const EncodePlan& plan, const SourcePlanes& source, int band, uint8_t* const planes[3]);
 
+// Stage 2 alone, as the CPU runs it (eight lanes at a time): the band's levels in scan
+// order, zigzag within each block. Exposed so tests can hold it to FdctRow and
+// FdctColumnQuantize, the functions the GPU kernel runs.
+void DctBandOnHost(const EncodePlan& plan, const EncodeTables& tables, int band, const uint8_t* const planes[3],
+                   int16_t* levels);
+
 SourcePlanes SourcePlanesOf(const FrameView& frame);
 
 class CpuJpegEncoder {

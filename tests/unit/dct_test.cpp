@@ -86,3 +86,63 @@ TEST(Dct, ConstantBlockHasOnlyDc) {
 
 }  // namespace
 }  // namespace conveyor
+
+// The CPU's eight-lane DCT stage against FdctRow and FdctColumnQuantize, the per-row and
+// per-column functions the GPU's DctKernel runs: every level of every block, exactly.
+#include "cpu_encoder.h"
+
+namespace conveyor {
+namespace {
+
+TEST(Dct, HostStageEqualsPerRowAndColumnDefinition) {
+  std::mt19937 rng(99);
+  EncodeTables tables;
+  int blocks_checked = 0;
+  for (int quality : {1, 50, 85, 100}) {
+    BuildEncodeTables(quality, &tables);
+    for (Subsampling ss : {Subsampling::k420, Subsampling::k422, Subsampling::k444}) {
+      std::vector<uint8_t> shape(1, 0);
+      FrameView f;
+      f.width = 77;
+      f.height = 41;
+      f.format = PixelFormat::kRgb24;
+      f.plane[0] = shape.data();
+      f.stride[0] = 3 * f.width;
+      EncodeParams params;
+      params.subsampling = ss;
+      params.quality = quality;
+      const EncodePlan p = MakeEncodePlan(f, params, 8).value();
+      for (int band = 0; band < p.num_bands; ++band) {
+        std::vector<uint8_t> planes[3];
+        for (int c = 0; c < 3; ++c) {
+          planes[c].resize(p.BandPlaneSize(c));
+          // Half noise, half flat and ramps, so both large and zero levels occur.
+          for (size_t i = 0; i < planes[c].size(); ++i)
+            planes[c][i] = (i / 64) % 2 ? static_cast<uint8_t>(rng()) : static_cast<uint8_t>(i % 251);
+        }
+        const uint8_t* const ptrs[3] = {planes[0].data(), planes[1].data(), planes[2].data()};
+        const int blocks = p.BandMcus(band) * p.blocks_per_mcu;
+        std::vector<int16_t> got(static_cast<size_t>(blocks) * 64, 0x7777), want(got.size(), 0x5555);
+        DctBandOnHost(p, tables, band, ptrs, got.data());
+        for (int i = 0; i < blocks; ++i) {
+          const BlockOrigin o = BandBlockOrigin(p, i);
+          const int w = p.comp[o.comp].plane_w;
+          int32_t work[64];
+          for (int r = 0; r < 8; ++r) FdctRow(ptrs[o.comp] + static_cast<size_t>(o.y + r) * w + o.x, work + r * 8);
+          for (int col = 0; col < 8; ++col)
+            FdctColumnQuantize(work, col, tables.quant[p.comp[o.comp].quant], tables.zigzag_position,
+                               want.data() + static_cast<size_t>(i) * 64);
+        }
+        for (size_t k = 0; k < got.size(); ++k) {
+          ASSERT_EQ(got[k], want[k]) << "q" << quality << " ss" << SubsamplingName(ss) << " band " << band
+                                     << " block " << k / 64 << " level " << k % 64;
+        }
+        blocks_checked += blocks;
+      }
+    }
+  }
+  std::printf("blocks checked: %d\n", blocks_checked);
+}
+
+}  // namespace
+}  // namespace conveyor

@@ -106,8 +106,8 @@ void ColorStageFor(const EncodePlan p, const SourcePlanes s, int band, uint8_t* 
         tb += sum_b[sx];
         tr += sum_r[sx];
       }
-      cb[i] = ClampToByte((tb + (x.bias[1] << log2n)) >> (kColorFracBits + log2n));
-      cr[i] = ClampToByte((tr + (x.bias[2] << log2n)) >> (kColorFracBits + log2n));
+      cb[i] = ClampToByte((tb + x.bias[1] * (1 << log2n)) >> (kColorFracBits + log2n));
+      cr[i] = ClampToByte((tr + x.bias[2] * (1 << log2n)) >> (kColorFracBits + log2n));
     }
   }
 }

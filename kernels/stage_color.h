@@ -97,8 +97,8 @@ CONVEYOR_HD inline void ChromaSample(const EncodePlan& p, const SourcePlanes& s,
     }
   }
   const int log2n = (hs == 2) + (vs == 2);
-  *cb = ClampToByte((sum_b + (p.xform.bias[1] << log2n)) >> (kColorFracBits + log2n));
-  *cr = ClampToByte((sum_r + (p.xform.bias[2] << log2n)) >> (kColorFracBits + log2n));
+  *cb = ClampToByte((sum_b + p.xform.bias[1] * (1 << log2n)) >> (kColorFracBits + log2n));
+  *cr = ClampToByte((sum_r + p.xform.bias[2] * (1 << log2n)) >> (kColorFracBits + log2n));
 }
 
 }  // namespace conveyor

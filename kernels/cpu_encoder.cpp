@@ -17,7 +17,9 @@ typedef int32_t Lanes8 __attribute__((vector_size(32)));
 // The hot host stages are built twice, for AVX2 and for baseline x86-64, and the loader
 // picks one (GCC function multi-versioning); `flatten` pulls the stage helpers into
 // each clone so they are compiled for its target too. Integer code: same bytes.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// (Not under ThreadSanitizer: its runtime is not up yet when the loader runs the clones'
+// ifunc resolvers, and the process faults at start.)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define CONVEYOR_HOST_CLONES __attribute__((target_clones("avx2", "default"), flatten, noinline))
 #else
 #define CONVEYOR_HOST_CLONES __attribute__((noinline))

@@ -6,6 +6,8 @@
 #                           the runtime's reason when there is no AMD GPU)
 #   nvidia                  when nvcc is present; the full suite where an NVIDIA GPU is
 #                           present, otherwise compile-only
+#   asan                    CPU build with AddressSanitizer + UBSan; the full suite
+#   tsan                    CPU build with ThreadSanitizer; the engine and thread-pool tests
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -13,15 +15,27 @@ jobs=$(nproc)
 
 deploy/install-deps.sh --test
 
-# build/<flavour>, where flavour is cpu, amd or nvidia (cpu is CONVEYOR_GPU=off).
+# build/<flavour>, where flavour is cpu, amd or nvidia (cpu is CONVEYOR_GPU=off); any
+# further arguments go to cmake.
 build() {
-  local gpu=$1
-  [[ $1 == cpu ]] && gpu=off
-  local log="build/configure-$1.log"
+  local flavour=$1 gpu=$1
+  shift
+  [[ $flavour == cpu ]] && gpu=off
+  local log="build/configure-$flavour.log"
   mkdir -p build
-  cmake -S "$root" -B "build/$1" -G Ninja -DCONVEYOR_GPU="$gpu" -DCMAKE_BUILD_TYPE=Release >"$log" 2>&1 \
+  cmake -S "$root" -B "build/$flavour" -G Ninja -DCONVEYOR_GPU="$gpu" -DCMAKE_BUILD_TYPE=Release "$@" >"$log" 2>&1 \
     || { cat "$log"; return 1; }
-  cmake --build "build/$1" -j "$jobs"
+  cmake --build "build/$flavour" -j "$jobs"
+}
+
+# A CPU build with sanitizers, in build/<name>.
+build_sanitized() {
+  local name=$1 flags=$2
+  local log="build/configure-$name.log"
+  cmake -S "$root" -B "build/$name" -G Ninja -DCONVEYOR_GPU=off -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    "-DCMAKE_CXX_FLAGS=$flags -fno-omit-frame-pointer" "-DCMAKE_EXE_LINKER_FLAGS=$flags" >"$log" 2>&1 \
+    || { cat "$log"; return 1; }
+  cmake --build "build/$name" -j "$jobs"
 }
 
 run_tests() {
@@ -32,6 +46,26 @@ run_tests() {
 echo "=== build: cpu ==="
 build cpu
 run_tests cpu
+
+echo "=== build: asan (AddressSanitizer + UndefinedBehaviorSanitizer) ==="
+build_sanitized asan "-fsanitize=address,undefined -fno-sanitize-recover=undefined"
+echo "=== ctest: asan ==="
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 ctest --test-dir build/asan -j "$jobs" --output-on-failure --timeout 900
+
+echo "=== build: tsan (ThreadSanitizer) ==="
+build_sanitized tsan "-fsanitize=thread"
+# GCC 12's TSan runtime cannot map its shadow memory under the highest mmap
+# randomisation some kernels use; lower it where we may (we run as root in CI).
+if ! build/tsan/tests/unit/unit_tests --gtest_filter='Status*' >/dev/null 2>&1; then
+  sysctl -w vm.mmap_rnd_bits=28 >/dev/null 2>&1 || true
+fi
+if build/tsan/tests/unit/unit_tests --gtest_filter='Status*' >/dev/null 2>&1; then
+  echo "=== ctest: tsan (engine and thread pool) ==="
+  TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build/tsan -j "$jobs" --output-on-failure --timeout 900 \
+    -R 'worker\.|unit\.ThreadPool|unit\.StageColor'
+else
+  echo "=== tsan: SKIPPED, its runtime cannot start on this kernel ($(uname -r), vm.mmap_rnd_bits=$(cat /proc/sys/vm/mmap_rnd_bits)) ==="
+fi
 
 if command -v hipcc >/dev/null; then
   echo "=== build: amd ==="

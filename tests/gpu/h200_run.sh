@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# What runs on the GPU host (an NVIDIA H200 reached through the device tool). Expects the
-# nvidia-flavour binaries in .device/bin, libjpeg-turbo's two shared libraries in
-# .device/lib and test images in .device/media (see BENCHMARKS.md for how they are made);
+# What runs on the GPU host (an NVIDIA H200 reached through the device tool). Expects
+# .device/ as tests/gpu/prepare_device.sh stages it (binaries, libjpeg-turbo, images);
 # writes logs to $OUT.   tests/gpu/h200_run.sh [tests|encode|pipeline|rss]...
 set -uo pipefail
 export LD_LIBRARY_PATH=$PWD/.device/lib

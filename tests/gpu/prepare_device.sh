@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Stages what tests/gpu/h200_run.sh and h200_profile.sh need on the GPU host, in the
+# ignored folder .device/ that the device tool carries (`carry: [".device"]`):
+#   .device/bin    the nvidia-flavour test and benchmark binaries (static cudart; no
+#                  FFmpeg or gRPC, so they run on the GPU host as built here)
+#   .device/lib    libjpeg-turbo's two shared libraries (the benchmark's reference)
+#   .device/media  1080p and 4K noisy testsrc2 frames made with ffmpeg's lavfi
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+grep -qx '/.device/' .git/info/exclude 2>/dev/null || echo '/.device/' >> .git/info/exclude
+cmake -S . -B build/nvidia -G Ninja -DCONVEYOR_GPU=nvidia -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build/nvidia --target unit_tests gpu_encoder_test gpu_scale_test worker_test conveyor-bench
+rm -rf .device && mkdir -p .device/bin .device/lib .device/media
+cp build/nvidia/tests/unit/unit_tests build/nvidia/tests/gpu/{gpu_encoder_test,gpu_scale_test,worker_test} \
+   build/nvidia/tests/bench/conveyor-bench .device/bin/
+cp -L /usr/lib/x86_64-linux-gnu/libjpeg.so.62 /usr/lib/x86_64-linux-gnu/libturbojpeg.so.0 .device/lib/
+ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=1920x1080,noise=alls=20:allf=t" -frames:v 1 .device/media/n1080.ppm
+ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=3840x2160,noise=alls=12:allf=t" -frames:v 1 .device/media/n2160.ppm
+du -sh .device
+echo "then: device run 'tests/gpu/h200_run.sh tests encode pipeline' with carry [\".device\"]"

@@ -59,7 +59,7 @@ function(conveyor_add_gpu_sources target)
     target_sources(${target} PRIVATE ${ARGN})
     set_target_properties(${target} PROPERTIES CUDA_ARCHITECTURES "${CONVEYOR_CUDA_ARCHS}"
                                                CUDA_STANDARD 17 CUDA_SEPARABLE_COMPILATION OFF)
-    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-fPIC> $<$<COMPILE_LANGUAGE:CUDA>:-diag-suppress=2810>)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-fPIC> $<$<COMPILE_LANGUAGE:CUDA>:-diag-suppress=2810> $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
   elseif(CONVEYOR_GPU_FLAVOUR STREQUAL "amd")
     set(arch_flags)
     foreach(a ${CONVEYOR_AMD_ARCH_LIST})

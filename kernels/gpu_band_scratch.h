@@ -15,16 +15,16 @@ class BandScratch {
  public:
   // Grows every buffer to fit `plan`. When one has to be replaced, `before_grow` runs
   // first: it must wait for the encode stream, whose queued work may still use the old
-  // buffer.
-  Status Reserve(const EncodePlan& plan, const std::function<Status()>& before_grow);
+  // buffer. `stream` is the encode stream, on which a new coordination buffer is zeroed.
+  Status Reserve(const EncodePlan& plan, hipStream_t stream, const std::function<Status()>& before_grow);
 
-  // Points the scratch fields of `b` (planes through segment_bytes) at these buffers.
+  // Points the scratch fields of `b` (levels through coordination) at these buffers.
   void Fill(BandDeviceBuffers* b) const;
 
   uint64_t bytes() const;
 
  private:
-  DeviceBuffer planes_[3], levels_, block_words_, block_bits_, segment_words_, segments_, segment_bytes_;
+  DeviceBuffer levels_, block_words_, block_bits_, segment_words_, coordination_;
 };
 
 }  // namespace conveyor

@@ -56,7 +56,7 @@ struct GpuJpegEncoder::Impl {
 
   PinnedBuffer staging_in;   // the frame, packed, as the H2D copy's source
   PinnedBuffer staging_out;  // bitstream bands, as the D2H copies' destination
-  PinnedBuffer band_bytes;   // mapped: per-band byte counts written by PackKernel
+  PinnedBuffer band_bytes;   // mapped: per-band byte counts written by SegmentCodeKernel
   PinnedBuffer tables_host;  // EncodeTables for the H2D copy
   int tables_quality = -1;
 
@@ -75,7 +75,7 @@ Status GpuJpegEncoder::Impl::Reserve(const EncodePlan& p, size_t frame_bytes) {
   RETURN_IF_ERROR(tables_host.Reserve(sizeof(EncodeTables), "tables_host"));
   RETURN_IF_ERROR(source.Reserve(frame_bytes, "source"));
   // Every stream is idle between Encode() calls, so growing needs no wait.
-  RETURN_IF_ERROR(scratch.Reserve(p, [] { return OkStatus(); }));
+  RETURN_IF_ERROR(scratch.Reserve(p, encode.get(), [] { return OkStatus(); }));
   RETURN_IF_ERROR(out.Reserve(p.band_capacity * p.num_bands, "out"));
   RETURN_IF_ERROR(tables.Reserve(sizeof(EncodeTables), "tables"));
   while (band_done.size() < static_cast<size_t>(p.num_bands)) {

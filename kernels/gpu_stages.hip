@@ -10,32 +10,35 @@
 namespace conveyor {
 namespace {
 
-constexpr int kColorTile = 16;       // 16x16 threads, one per output sample
-constexpr int kDctBlocksPerCta = 8;  // 8 blocks x 8 rows = 64 threads
-constexpr int kSegmentThreads = 128;    // one CTA per restart segment
-constexpr int kPackThreads = 128;  // one CTA per segment; a power of two for the reduction
+constexpr int kDctBlocksPerCta = 16;   // 16 blocks x 8 rows = 128 threads
+constexpr int kSegmentThreads = 128;   // one CTA per restart segment
+// Shared staging of the coding kernel: the levels of one block per thread while coding,
+// then the segment's bitstream while assembling, when it fits (else global memory).
+// A block's 32 words of levels sit 33 words apart, so that the threads of a warp, each
+// reading its own block, hit different banks.
+constexpr int kStageBlockWords = 33;
+constexpr int kStageWords = kSegmentThreads * kStageBlockWords;
 
-// Stage 1. z = 0 fills the luma plane, z = 1 both chroma planes.
+// Row `y` (of the component's padded plane) of a block, samples x .. x+7, converted
+// from the source frame.
 template <LayoutKind K>
-__global__ void ColorKernel(EncodePlan p, BandDeviceBuffers b, int band) {
-  const int x = blockIdx.x * blockDim.x + threadIdx.x;
-  const int y = blockIdx.y * blockDim.y + threadIdx.y;
-  if (blockIdx.z == 0) {
-    const int rows = p.BandMcuRows(band) * p.comp[0].rows_per_mcu_row;
-    if (x >= p.comp[0].plane_w || y >= rows) return;
-    const int y0 = p.BandFirstMcuRow(band) * p.comp[0].rows_per_mcu_row;
-    b.planes[0][static_cast<size_t>(y) * p.comp[0].plane_w + x] = LumaSample<K>(p, b.source, x, y0 + y);
-  } else {
-    const int rows = p.BandMcuRows(band) * p.comp[1].rows_per_mcu_row;
-    if (x >= p.comp[1].plane_w || y >= rows) return;
-    const int y0 = p.BandFirstMcuRow(band) * p.comp[1].rows_per_mcu_row;
-    const size_t off = static_cast<size_t>(y) * p.comp[1].plane_w + x;
-    ChromaSample<K>(p, b.source, x, y0 + y, &b.planes[1][off], &b.planes[2][off]);
+__device__ void FetchBlockRow(const EncodePlan& p, const SourcePlanes& s, int comp, int x, int y, uint8_t row[8]) {
+  if (comp == 0) {
+    for (int c = 0; c < 8; ++c) row[c] = LumaSample<K>(p, s, x + c, y);
+    return;
+  }
+  for (int c = 0; c < 8; ++c) {
+    uint8_t cb, cr;
+    ChromaSample<K>(p, s, x + c, y, &cb, &cr);
+    row[c] = comp == 1 ? cb : cr;
   }
 }
 
-// Stage 2. Thread (r, k) does row r of block k, then column r of the same block.
-__global__ void DctKernel(EncodePlan p, BandDeviceBuffers b, int band) {
+// Stage 1: colour conversion, DCT and quantisation, fused. Thread (k, r) converts row r
+// of block k and runs its row pass, then runs column r of the same block. The converted
+// samples never leave registers.
+template <LayoutKind K>
+__global__ void ColorDctKernel(EncodePlan p, BandDeviceBuffers b, int band) {
   __shared__ int32_t work[kDctBlocksPerCta][64];
   const int k = threadIdx.x / 8;
   const int r = threadIdx.x % 8;
@@ -45,8 +48,10 @@ __global__ void DctKernel(EncodePlan p, BandDeviceBuffers b, int band) {
   BlockOrigin o{0, 0, 0};
   if (active) {
     o = BandBlockOrigin(p, block);
-    const int w = p.comp[o.comp].plane_w;
-    FdctRow(b.planes[o.comp] + static_cast<size_t>(o.y + r) * w + o.x, &work[k][r * 8]);
+    const int y0 = p.BandFirstMcuRow(band) * p.comp[o.comp].rows_per_mcu_row;
+    uint8_t row[8];
+    FetchBlockRow<K>(p, b.source, o.comp, o.x, y0 + o.y + r, row);
+    FdctRow(row, &work[k][r * 8]);
   }
   __syncthreads();
   if (active) {
@@ -65,54 +70,73 @@ __device__ void LoadHuffTables(const EncodeTables* t, HuffTable* dc, HuffTable* 
   for (int i = threadIdx.x; i < static_cast<int>(2 * sizeof(HuffTable) / 4); i += blockDim.x) dst[i] = src[i];
 }
 
-// Codes band-local block i into its own raw bit buffer. DC prediction needs only the
-// previous block's DC level, which stage 2 has already written, so every block is
-// independent.
-__device__ void CodeBlock(const EncodePlan& p, const BandDeviceBuffers& b, int band, int i, const HuffTable* dc,
-                          const HuffTable* ac) {
+// Codes band-local block i, whose levels the CTA has staged in shared memory, into its
+// own raw bit buffer. DC prediction needs only the previous block's DC level, which the
+// colour+DCT kernel has already written, so every block is independent.
+__device__ void CodeBlock(const EncodePlan& p, const BandDeviceBuffers& b, int band, int i, const int16_t* levels,
+                          const HuffTable* dc, const HuffTable* ac) {
   const int cls = p.comp[p.block_comp[i % p.blocks_per_mcu]].quant;
   const int prev = PreviousBlockSameComponent(p, band, i);
   int32_t last_dc = prev < 0 ? 0 : b.levels[static_cast<size_t>(prev) * 64];
   WordWriter w{b.block_words + static_cast<size_t>(i) * kMaxWordsPerBlock, 0, 0, 0, 0};
-  EncodeBlock(w, b.levels + static_cast<size_t>(i) * 64, &last_dc, dc[cls], ac[cls]);
+  EncodeBlock(w, levels, &last_dc, dc[cls], ac[cls]);
   FlushWords(w);
   b.block_bits[i] = w.total_bits;
 }
 
-// Exclusive prefix sum of one value per thread across the CTA; returns the total.
+// Exclusive prefix sum of one value per thread across the CTA (Hillis-Steele, log2 of
+// the CTA size steps through shared memory of blockDim.x entries); returns the total.
 __device__ uint32_t CtaExclusiveScan(uint32_t value, uint32_t* shared, uint32_t* prefix) {
-  shared[threadIdx.x] = value;
+  const unsigned t = threadIdx.x;
+  shared[t] = value;
   __syncthreads();
-  if (threadIdx.x == 0) {
-    uint32_t running = 0;
-    for (unsigned t = 0; t < blockDim.x; ++t) {
-      const uint32_t v = shared[t];
-      shared[t] = running;
-      running += v;
-    }
-    shared[blockDim.x] = running;
+  for (unsigned step = 1; step < blockDim.x; step *= 2) {
+    const uint32_t add = t >= step ? shared[t - step] : 0;
+    __syncthreads();
+    shared[t] += add;
+    __syncthreads();
   }
-  __syncthreads();
-  *prefix = shared[threadIdx.x];
-  const uint32_t total = shared[blockDim.x];
+  *prefix = shared[t] - value;
+  const uint32_t total = shared[blockDim.x - 1];
   __syncthreads();
   return total;
 }
+
+// A segment's size in the coding kernel's coordination buffer, once published.
+constexpr uint32_t kPublished = 0x80000000u;
+
+__device__ inline uint32_t LoadVolatile(const uint32_t* p) { return *reinterpret_cast<const volatile uint32_t*>(p); }
 
 __device__ inline uint8_t StreamByte(const uint32_t* words, uint32_t j) {
   return static_cast<uint8_t>(words[j >> 2] >> (24 - 8 * (j & 3)));
 }
 
-// Stage 3. One CTA codes and assembles one restart segment: each thread codes blocks of
-// the segment into raw bit buffers (tables in shared memory), then a prefix sum of the
-// bit lengths places every block, they are ORed into place, padded with 1-bits, and the
-// bytes are stuffed with a second prefix sum for the output positions. The result is the
-// bytes EncodeSegment writes for the same segment.
+// Stage 2. One CTA codes, assembles and places one restart segment: each thread codes
+// blocks of the segment into raw bit buffers (tables in shared memory), then a prefix
+// sum of the bit lengths places every block, they are ORed into place, padded with
+// 1-bits, and a second prefix sum gives each byte's position after stuffing. The bytes
+// are those EncodeSegment writes for the same segment.
+//
+// The segment's place in the band is the sum of the earlier segments' sizes. Each CTA
+// publishes its size, then sums the sizes published for the segments before it and
+// writes its bytes and restart marker straight into the band's output. Segments are
+// numbered by a ticket taken when the CTA starts, not by blockIdx, so every segment a
+// CTA waits for belongs to a CTA that is already running and never waits on a later
+// one: the spin always ends. (The idea is the decoupled look-back of Merrill and
+// Garland's single-pass prefix scan, as in NVIDIA's CUB; with a few hundred segments a
+// band, summing every earlier size is simpler and as fast.) The last CTA to finish
+// leaves the coordination buffer zeroed for the next launch.
 __global__ void SegmentCodeKernel(EncodePlan p, BandDeviceBuffers b, int band) {
-  __shared__ uint32_t scan[kSegmentThreads + 1];
+  __shared__ uint32_t scan[kSegmentThreads];
+  __shared__ uint32_t stage[kStageWords];
   __shared__ HuffTable dc[2], ac[2];
+  __shared__ int ticket;
+  __shared__ bool last_to_finish;
+  uint32_t* const published = b.coordination + 2;
+  if (threadIdx.x == 0) ticket = static_cast<int>(atomicAdd(&b.coordination[0], 1u));
   LoadHuffTables(b.tables, dc, ac);
-  const int local = blockIdx.x;
+  __syncthreads();  // tables loaded, ticket taken
+  const int local = ticket;
   const int band_first = p.BandFirstMcu(band);
   const int band_end = band_first + p.BandMcus(band);
   const int segment = p.BandFirstSegment(band) + local;
@@ -120,9 +144,19 @@ __global__ void SegmentCodeKernel(EncodePlan p, BandDeviceBuffers b, int band) {
   const int mcu1 = min((segment + 1) * p.segment_mcus, band_end);
   const int b0 = (mcu0 - band_first) * p.blocks_per_mcu;
   const int n = (mcu1 - mcu0) * p.blocks_per_mcu;
-  __syncthreads();  // tables loaded
-  for (int k = threadIdx.x; k < n; k += blockDim.x) CodeBlock(p, b, band, b0 + k, dc, ac);
-  __syncthreads();  // every block's bits are in global memory, visible to the CTA
+  // Rounds of one block per thread; each round's levels come in with coalesced loads
+  // spread over the CTA, so the coding loops read shared memory only.
+  for (int round = 0; round < n; round += blockDim.x) {
+    const int count = min(static_cast<int>(blockDim.x), n - round);
+    const uint32_t* src = reinterpret_cast<const uint32_t*>(b.levels + static_cast<size_t>(b0 + round) * 64);
+    for (int v = threadIdx.x; v < count * 32; v += blockDim.x) stage[(v / 32) * kStageBlockWords + v % 32] = src[v];
+    __syncthreads();
+    if (static_cast<int>(threadIdx.x) < count) {
+      const int16_t* levels = reinterpret_cast<const int16_t*>(stage + threadIdx.x * kStageBlockWords);
+      CodeBlock(p, b, band, b0 + round + threadIdx.x, levels, dc, ac);
+    }
+    __syncthreads();  // the stage is free again; every block's bits are in global memory
+  }
 
   const int chunk = (n + blockDim.x - 1) / blockDim.x;
   const int t0 = min(n, static_cast<int>(threadIdx.x) * chunk);
@@ -134,8 +168,10 @@ __global__ void SegmentCodeKernel(EncodePlan p, BandDeviceBuffers b, int band) {
   uint32_t offset;
   const uint32_t total_bits = CtaExclusiveScan(mine, scan, &offset);
 
-  uint32_t* words = b.segment_words + static_cast<size_t>(local) * p.SegmentWordCapacity();
   const uint32_t nwords = (total_bits + 31) / 32 + 1;
+  uint32_t* words = nwords <= static_cast<uint32_t>(kStageWords)
+                        ? stage
+                        : b.segment_words + static_cast<size_t>(local) * p.SegmentWordCapacity();
   for (uint32_t w = threadIdx.x; w < nwords; w += blockDim.x) words[w] = 0;
   __syncthreads();
   for (int k = t0; k < t1; ++k) {
@@ -156,7 +192,8 @@ __global__ void SegmentCodeKernel(EncodePlan p, BandDeviceBuffers b, int band) {
   }
   __syncthreads();
 
-  // Byte stuffing: each thread takes a run of bytes; a second scan places its output.
+  // Byte stuffing: each thread takes a run of bytes; a scan of their 0xFF counts places
+  // its output and gives the segment's stuffed size.
   const uint32_t nbytes = (total_bits + 7) / 8;
   const uint32_t bchunk = (nbytes + blockDim.x - 1) / blockDim.x;
   const uint32_t j0 = min(nbytes, threadIdx.x * bchunk);
@@ -165,55 +202,49 @@ __global__ void SegmentCodeKernel(EncodePlan p, BandDeviceBuffers b, int band) {
   for (uint32_t j = j0; j < j1; ++j) ff += StreamByte(words, j) == 0xFF;
   uint32_t before;
   const uint32_t total_ff = CtaExclusiveScan(ff, scan, &before);
-  uint8_t* out = b.segments + static_cast<size_t>(local) * p.segment_capacity;
-  uint32_t pos = j0 + before;
-  for (uint32_t j = j0; j < j1; ++j) {
-    const uint8_t byte = StreamByte(words, j);
-    out[pos++] = byte;
-    if (byte == 0xFF) out[pos++] = 0x00;
-  }
-  if (threadIdx.x == 0) b.segment_bytes[local] = nbytes + total_ff;
-}
-
-// Stage 4. One CTA per segment: its offset in the band is the sum of the earlier
-// segments' sizes and markers (a CTA-wide reduction; a band has at most a few hundred
-// segments), then its threads copy it into place. The last CTA also writes the band's
-// byte count to mapped host memory, so the host can size the band's readback without
-// another copy; UINT32_MAX there reports a segment that did not fit (never expected:
-// the plan sizes segments for the worst case).
-__global__ void PackKernel(EncodePlan p, BandDeviceBuffers b, int band) {
-  __shared__ uint32_t partial[kPackThreads];
-  __shared__ uint32_t overflow;
-  const int s = blockIdx.x;
-  const int segments = p.BandSegments(band);
-  const int first = p.BandFirstSegment(band);
-  if (threadIdx.x == 0) overflow = 0;
-  __syncthreads();
-  uint32_t sum = 0;
-  for (int k = threadIdx.x; k < s; k += blockDim.x) {
-    const uint32_t n = b.segment_bytes[k];
-    if (n > p.segment_capacity) overflow = 1;
-    uint8_t marker[2];
-    sum += n + WriteRestartMarker(p, first + k, marker);
-  }
-  partial[threadIdx.x] = sum;
-  __syncthreads();
-  for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {
-    if (threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
-    __syncthreads();
-  }
-  const uint32_t offset = partial[0];
-  const uint32_t n = b.segment_bytes[s];
-  if (overflow != 0 || n > p.segment_capacity) {
-    if (threadIdx.x == 0 && s == segments - 1) *b.band_bytes = UINT32_MAX;
-    return;
-  }
-  const uint8_t* src = b.segments + static_cast<size_t>(s) * p.segment_capacity;
-  for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) b.band_out[offset + i] = src[i];
   uint8_t marker[2];
-  const int m = WriteRestartMarker(p, first + s, marker);
-  if (static_cast<int>(threadIdx.x) < m) b.band_out[offset + n + threadIdx.x] = marker[threadIdx.x];
-  if (threadIdx.x == 0 && s == segments - 1) *b.band_bytes = offset + n + m;
+  const int m = WriteRestartMarker(p, segment, marker);
+  const uint32_t size = nbytes + total_ff + m;
+  if (threadIdx.x == 0) atomicExch(&published[local], kPublished | size);
+
+  uint32_t earlier = 0;
+  for (int k = threadIdx.x; k < local; k += blockDim.x) {
+    uint32_t v;
+    while (((v = LoadVolatile(&published[k])) & kPublished) == 0) {
+    }
+    earlier += v & ~kPublished;
+  }
+  uint32_t unused;
+  const uint64_t start = CtaExclusiveScan(earlier, scan, &unused);
+  const uint64_t end = start + size;
+  // Never expected (the plan sizes bands for the worst case), but reported rather than
+  // written past the buffer: UINT32_MAX in the band's count. Ends grow with the segment
+  // number, so the last segment sees any overflow.
+  const bool fits = end <= p.band_capacity;
+  if (fits) {
+    uint8_t* out = b.band_out + start;
+    uint32_t pos = j0 + before;
+    for (uint32_t j = j0; j < j1; ++j) {
+      const uint8_t byte = StreamByte(words, j);
+      out[pos++] = byte;
+      if (byte == 0xFF) out[pos++] = 0x00;
+    }
+    if (static_cast<int>(threadIdx.x) < m) out[nbytes + total_ff + threadIdx.x] = marker[threadIdx.x];
+  }
+  if (threadIdx.x == 0 && local == static_cast<int>(gridDim.x) - 1) {
+    *b.band_bytes = fits ? static_cast<uint32_t>(end) : UINT32_MAX;
+  }
+
+  __syncthreads();  // this CTA has read every size it needs
+  if (threadIdx.x == 0) {
+    __threadfence();
+    last_to_finish = atomicAdd(&b.coordination[1], 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (last_to_finish) {
+    for (unsigned k = threadIdx.x; k < gridDim.x; k += blockDim.x) published[k] = 0;
+    if (threadIdx.x == 0) b.coordination[0] = b.coordination[1] = 0;
+  }
 }
 
 }  // namespace
@@ -226,8 +257,7 @@ BandScratchSizes ScratchSizes(const EncodePlan& p) {
   s.block_words = blocks * kMaxWordsPerBlock * sizeof(uint32_t);
   s.block_bits = blocks * sizeof(uint32_t);
   s.segment_words = segments * p.SegmentWordCapacity() * sizeof(uint32_t);
-  s.segments = segments * p.segment_capacity;
-  s.segment_bytes = segments * sizeof(uint32_t);
+  s.coordination = (2 + segments) * sizeof(uint32_t);
   return s;
 }
 
@@ -235,33 +265,24 @@ Status EnqueueBandStages(const EncodePlan& p, const BandDeviceBuffers& b, int ba
                          hipStream_t stream) {
   const std::string where = " (band " + std::to_string(band) + ")";
   {
-    const int rows = p.BandMcuRows(band) * p.comp[0].rows_per_mcu_row;
-    const dim3 block(kColorTile, kColorTile, 1);
-    const dim3 grid((p.comp[0].plane_w + kColorTile - 1) / kColorTile,
-                    (rows + kColorTile - 1) / kColorTile, 2);
-    switch (p.layout.kind) {
-      case LayoutKind::kPlanarYuv:
-        hipLaunchKernelGGL(ColorKernel<LayoutKind::kPlanarYuv>, grid, block, 0, stream, p, b, band);
-        break;
-      case LayoutKind::kSemiPlanarYuv:
-        hipLaunchKernelGGL(ColorKernel<LayoutKind::kSemiPlanarYuv>, grid, block, 0, stream, p, b, band);
-        break;
-      case LayoutKind::kPackedRgb:
-        hipLaunchKernelGGL(ColorKernel<LayoutKind::kPackedRgb>, grid, block, 0, stream, p, b, band);
-        break;
-    }
-    GPU_RETURN_IF_ERROR(hipGetLastError(), "launch ColorKernel" + where);
-  }
-  {
     const int blocks = p.BandMcus(band) * p.blocks_per_mcu;
     const dim3 grid((blocks + kDctBlocksPerCta - 1) / kDctBlocksPerCta);
-    hipLaunchKernelGGL(DctKernel, grid, dim3(kDctBlocksPerCta * 8), 0, stream, p, b, band);
-    GPU_RETURN_IF_ERROR(hipGetLastError(), "launch DctKernel" + where);
+    const dim3 block(kDctBlocksPerCta * 8);
+    switch (p.layout.kind) {
+      case LayoutKind::kPlanarYuv:
+        hipLaunchKernelGGL(ColorDctKernel<LayoutKind::kPlanarYuv>, grid, block, 0, stream, p, b, band);
+        break;
+      case LayoutKind::kSemiPlanarYuv:
+        hipLaunchKernelGGL(ColorDctKernel<LayoutKind::kSemiPlanarYuv>, grid, block, 0, stream, p, b, band);
+        break;
+      case LayoutKind::kPackedRgb:
+        hipLaunchKernelGGL(ColorDctKernel<LayoutKind::kPackedRgb>, grid, block, 0, stream, p, b, band);
+        break;
+    }
+    GPU_RETURN_IF_ERROR(hipGetLastError(), "launch ColorDctKernel" + where);
   }
   hipLaunchKernelGGL(SegmentCodeKernel, dim3(p.BandSegments(band)), dim3(kSegmentThreads), 0, stream, p, b, band);
   GPU_RETURN_IF_ERROR(hipGetLastError(), "launch SegmentCodeKernel" + where);
-  hipLaunchKernelGGL(PackKernel, dim3(p.BandSegments(band)), dim3(kPackThreads), 0, stream, p, b, band);
-  GPU_RETURN_IF_ERROR(hipGetLastError(), "launch PackKernel" + where);
   return OkStatus();
 }
 

@@ -37,6 +37,7 @@ using hipDeviceProp_t = cudaDeviceProp;
 #define hipHostUnregister cudaHostUnregister
 #define hipMemcpy cudaMemcpy
 #define hipMemcpyAsync cudaMemcpyAsync
+#define hipMemsetAsync cudaMemsetAsync
 using hipMemcpyKind = cudaMemcpyKind;
 #define hipMemcpyHostToDevice cudaMemcpyHostToDevice
 #define hipMemcpyDeviceToHost cudaMemcpyDeviceToHost

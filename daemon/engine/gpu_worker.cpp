@@ -197,7 +197,7 @@ class GpuWorker : public Worker {
     bool direct = false;      // upload straight from the caller's registered memory
     bool input_released = false;
     PinnedBuffer input;       // the packed frame, source of the H2D copy
-    PinnedBuffer band_bytes;  // mapped: each band's byte count, written by PackKernel
+    PinnedBuffer band_bytes;  // mapped: each band's byte count, written by SegmentCodeKernel
     PinnedBuffer output;      // kReadbackBuffers band buffers, destinations of the D2H copies
     Event copied[kReadbackBuffers];  // recorded after the copy into each band buffer
     DeviceBuffer source;      // the uploaded frame
@@ -269,7 +269,7 @@ class GpuWorker : public Worker {
   // stream first; it happens only when a frame needs more than any before it.
   Status ReserveScratch(EncodeLane& lane, const EncodePlan& p) {
     const uint64_t before = lane.scratch.bytes();
-    RETURN_IF_ERROR(lane.scratch.Reserve(p, [&lane] {
+    RETURN_IF_ERROR(lane.scratch.Reserve(p, lane.stream.get(), [&lane] {
       return GpuStatus(hipStreamSynchronize(lane.stream.get()), "hipStreamSynchronize(encode) before growing scratch");
     }));
     device_bytes_ += lane.scratch.bytes() - before;

@@ -81,7 +81,7 @@ StatusOr<std::vector<FrameTimes>> RunSerial(int device, const std::vector<const 
     const size_t bytes = frames[i]->bytes.size();
     RETURN_IF_ERROR(source.Reserve(bytes, "source"));
     RETURN_IF_ERROR(out.Reserve(p.band_capacity * p.num_bands, "out"));
-    RETURN_IF_ERROR(scratch.Reserve(p, [] { return OkStatus(); }));  // each frame ends with a full wait
+    RETURN_IF_ERROR(scratch.Reserve(p, legacy, [] { return OkStatus(); }));  // each frame ends with a full wait
     if (tables_quality != p.quality) {
       EncodeTables host;
       BuildEncodeTables(p.quality, &host);

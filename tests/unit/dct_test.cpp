@@ -88,7 +88,7 @@ TEST(Dct, ConstantBlockHasOnlyDc) {
 }  // namespace conveyor
 
 // The CPU's eight-lane DCT stage against FdctRow and FdctColumnQuantize, the per-row and
-// per-column functions the GPU's DctKernel runs: every level of every block, exactly.
+// per-column functions the GPU's ColorDctKernel runs: every level of every block, exactly.
 #include "cpu_encoder.h"
 
 namespace conveyor {

@@ -8,6 +8,8 @@ packages=(
   cmake ninja-build g++ pkg-config
   ffmpeg libavcodec-dev libavformat-dev libavutil-dev libswscale-dev
   libcli11-dev libturbojpeg0-dev libjpeg62-turbo-dev libjpeg-turbo-progs
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libspdlog-dev libtomlplusplus-dev
   hipcc libamdhip64-dev rocm-device-libs
 )
 if [[ "${1:-}" == "--test" ]]; then

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Quick start on a fresh Debian 12 machine: installs what is missing, builds with the
-# best backend this host has (CONVEYOR_GPU=auto), generates a test clip with ffmpeg and
-# encodes every frame to JPEG with the best worker available, printing frames/s and
-# where the output went.
+# best backend this host has (CONVEYOR_GPU=auto), starts conveyord (its GPUs, or the CPU
+# worker on a host without one), transcodes a generated H.264 clip with conveyorctl to
+# JPEG frames and to an MJPEG Matroska file, prints what came back, and stops the daemon.
 #   deploy/quickstart.sh [--frames N] [--size WxH]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-frames=60
+frames=120
 size=1280x720
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -18,18 +18,37 @@ done
 
 deploy/install-deps.sh
 
-cmake -S . -B build/release -G Ninja -DCONVEYOR_GPU=auto -DCMAKE_BUILD_TYPE=Release -DCONVEYOR_BUILD_TESTS=ON \
+mkdir -p build
+cmake -S . -B build/release -G Ninja -DCONVEYOR_GPU=auto -DCMAKE_BUILD_TYPE=Release -DCONVEYOR_BUILD_TESTS=OFF \
   >build/quickstart-configure.log 2>&1 || { cat build/quickstart-configure.log; exit 1; }
 grep "GPU flavour" build/quickstart-configure.log || true
-cmake --build build/release -j "$(nproc)" --target conveyor-bench
+cmake --build build/release -j "$(nproc)" --target conveyord conveyorctl
+bin=build/release/daemon
 
 out=$(pwd)/out/quickstart
-mkdir -p "$out"
-clip=$out/clip.y4m
-# A colourful moving test pattern with grain, limited-range BT.709 like real video.
+rm -rf "$out" && mkdir -p "$out"
+clip=$out/clip.mp4
+# A colourful moving test pattern with grain and a tone, H.264 + AAC like a real upload.
 ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=${size}:rate=30,noise=alls=12:allf=t" \
-  -frames:v "$frames" -vf "scale=out_color_matrix=bt709:out_range=tv,format=yuv420p" "$clip"
+  -f lavfi -i "sine=frequency=440" -frames:v "$frames" -shortest -c:v libx264 -pix_fmt yuv420p \
+  -c:a aac -movflags +faststart "$clip"
 
-build/release/tests/bench/conveyor-bench encode --input "$clip" --matrix bt709 --worker auto \
-  --frames "$frames" --quality 85 --subsampling 420 --output-dir "$out/jpeg"
-echo "quickstart: clip $clip, JPEG frames in $out/jpeg"
+socket=unix:$out/conveyord.sock
+"$bin/conveyord" --config "" --listen "$socket" --log-level info 2>"$out/conveyord.log" &
+daemon=$!
+trap 'kill -TERM $daemon 2>/dev/null; wait $daemon 2>/dev/null || true' EXIT
+for _ in $(seq 100); do [[ -S $out/conveyord.sock ]] && break; sleep 0.1; done
+
+ctl="$bin/ctl/conveyorctl --target $socket"
+$ctl status
+$ctl transcode "$clip" -o "$out/jpeg" --quality 85
+$ctl transcode "$clip" -o "$out/clip.mkv" --container mkv --audio --renditions "$size,640x0"
+echo
+echo "quickstart: $(ls "$out/jpeg" | wc -l) JPEG frames in $out/jpeg"
+for f in "$out/clip.mkv" "$out/clip.1.mkv"; do
+  echo "quickstart: $f: $(ffprobe -v error -show_entries stream=codec_name,width,height -of csv=p=0 "$f" | paste -sd' ')"
+done
+kill -TERM $daemon
+wait $daemon
+trap - EXIT
+echo "quickstart: conveyord stopped cleanly (its log: $out/conveyord.log)"

@@ -1,0 +1,600 @@
+// The table of conveyord's options (file table, key, flag, comment, range) and the four
+// things built on it: validation, the TOML reader, the TOML writer and the flags.
+#include "daemon_config.h"
+
+#include <sys/stat.h>
+
+#include <toml++/toml.h>
+#include <CLI/CLI.hpp>
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <type_traits>
+#include <variant>
+
+#include "logging.h"
+
+#ifndef CONVEYOR_VERSION_STRING
+#define CONVEYOR_VERSION_STRING "0.0.0"
+#endif
+
+namespace conveyor::config {
+namespace {
+
+using Addresses = std::vector<ListenAddress>;
+using Member =
+    std::variant<bool DaemonConfig::*, int DaemonConfig::*, uint64_t DaemonConfig::*,
+                 double DaemonConfig::*, std::string DaemonConfig::*, Addresses DaemonConfig::*>;
+
+template <class... Ts>
+struct Overloaded : Ts... {
+  using Ts::operator()...;
+};
+template <class... Ts>
+Overloaded(Ts...) -> Overloaded<Ts...>;
+
+enum Unit { kNoUnit, kBytes };
+
+struct Field {
+  const char* table;  // "server", "limits", "workers"
+  const char* key;
+  Member member;
+  const char* flag;  // "--max-sessions", or nullptr when the file is the only way
+  const char* doc;   // comment lines for the file; the first line is the flag's help
+  double min = 0;    // numeric fields: the accepted range
+  double max = 0;
+  bool min_exclusive = false;  // (min, max] rather than [min, max]
+  Unit unit = kNoUnit;
+};
+
+constexpr double kMaxBytes = 1152921504606846976.0;  // 2^60: fits TOML's int64 with room
+
+// The one place that names, documents and bounds every option. DaemonConfig's field
+// defaults are the other half; RenderConfigToml(DaemonConfig{}) shows both.
+const Field kFields[] = {
+    {"server", "listen", &DaemonConfig::listen, "--listen",
+     "Addresses to serve the gRPC API on: \"unix:/path\", \"HOST:PORT\", \"[IPv6]:PORT\".\n"
+     "Empty: the unix socket /run/conveyor/conveyord.sock when /run/conveyor is writable,\n"
+     "else $XDG_RUNTIME_DIR/conveyor/conveyord.sock, else /tmp/conveyor-UID/conveyord.sock."},
+    {"server", "allow_insecure_tcp", &DaemonConfig::allow_insecure_tcp, "--allow-insecure-tcp",
+     "Allow TCP listen addresses other than loopback. The API has no TLS yet: anyone who\n"
+     "can reach such a port can submit work and cancel sessions."},
+    {"server", "metrics_listen", &DaemonConfig::metrics_listen, "--metrics-listen",
+     "HOST:PORT of the HTTP endpoint for Prometheus /metrics and health probes; \"\" turns it "
+     "off."},
+    {"server", "log_level", &DaemonConfig::log_level, "--log-level",
+     "Log level: trace, debug, info, warn, error or off."},
+
+    {"limits", "max_sessions", &DaemonConfig::max_sessions, "--max-sessions",
+     "Transcode streams served at once; one more is refused with RESOURCE_EXHAUSTED.", 1, 100000},
+    {"limits", "max_width", &DaemonConfig::max_width, nullptr,
+     "Largest frame width accepted, source or rendition, in pixels.", 1, 16384},
+    {"limits", "max_height", &DaemonConfig::max_height, nullptr,
+     "Largest frame height accepted, source or rendition, in pixels.", 1, 16384},
+    {"limits", "max_frame_rate", &DaemonConfig::max_frame_rate, nullptr,
+     "Highest nominal input frame rate accepted, in frames per second.", 0, 10000, true},
+    {"limits", "max_session_bytes", &DaemonConfig::max_session_bytes, nullptr,
+     "Input bytes one session may send.", 1, kMaxBytes, false, kBytes},
+    {"limits", "idle_timeout_s", &DaemonConfig::idle_timeout_s, "--idle-timeout",
+     "Seconds a session may go without input read or output written; it then ends with\n"
+     "DEADLINE_EXCEEDED.",
+     0, 7 * 86400, true},
+    {"limits", "session_queue_frames", &DaemonConfig::session_queue_frames, nullptr,
+     "Decoded frames a session may have waiting for its worker.", 1, 1024},
+    {"limits", "session_output_bytes", &DaemonConfig::session_output_bytes, nullptr,
+     "Encoded bytes a session may have queued for its client before it stops submitting\n"
+     "frames.",
+     65536, kMaxBytes, false, kBytes},
+    {"limits", "input_queue_bytes", &DaemonConfig::input_queue_bytes, nullptr,
+     "Container bytes buffered per session before gRPC flow control pushes back on the client.",
+     65536, INT_MAX, false, kBytes},
+
+    {"workers", "workers", &DaemonConfig::workers, "--workers",
+     "Which workers run: auto (every GPU, else the CPU), gpu, cpu."},
+    {"workers", "gpu_slots", &DaemonConfig::gpu_slots, "--gpu-slots",
+     "Frames in flight per GPU worker: the size of its ring of pinned slots.", 1, 64},
+    {"workers", "cpu_threads", &DaemonConfig::cpu_threads, "--cpu-threads",
+     "Threads of the CPU worker; 0: one per hardware thread.", 0, 4096},
+    {"workers", "decode_threads", &DaemonConfig::decode_threads, nullptr,
+     "FFmpeg frame threads per session; 0: FFmpeg's choice.", 0, 256},
+    {"workers", "drain_timeout_s", &DaemonConfig::drain_timeout_s, "--drain-timeout",
+     "On SIGTERM, seconds running sessions get to finish before they are cancelled.", 0, 86400},
+};
+
+const char* const kTables[] = {"server", "limits", "workers"};
+
+std::string Name(const Field& f) { return std::string(f.table) + "." + f.key; }
+
+std::string FirstLine(const char* doc) {
+  const std::string s(doc);
+  return s.substr(0, s.find('\n'));
+}
+
+std::string FormatNumber(double v) {
+  if (std::isfinite(v) && std::fabs(v) < 9e15 && v == std::floor(v)) {
+    return std::to_string(static_cast<long long>(v));
+  }
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  return std::string(buf, r.ptr);
+}
+
+// TOML wants a float to look like one: "60" would read back as an integer.
+std::string FormatTomlFloat(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  std::string s(buf, r.ptr);
+  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string QuoteToml(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string HumanBytes(uint64_t v) {
+  static const char* const kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
+  std::string best;
+  uint64_t unit = 1024;
+  for (const char* name : kUnits) {
+    if (v >= unit && v % unit == 0) best = std::to_string(v / unit) + " " + name;
+    unit <<= 10;
+  }
+  return best;
+}
+
+std::string RenderValue(const DaemonConfig& c, const Field& f) {
+  return std::visit(
+      Overloaded{
+          [&](bool DaemonConfig::*m) -> std::string { return c.*m ? "true" : "false"; },
+          [&](int DaemonConfig::*m) { return std::to_string(c.*m); },
+          [&](uint64_t DaemonConfig::*m) { return std::to_string(c.*m); },
+          [&](double DaemonConfig::*m) { return FormatTomlFloat(c.*m); },
+          [&](std::string DaemonConfig::*m) { return QuoteToml(c.*m); },
+          [&](Addresses DaemonConfig::*m) {
+            std::string out = "[";
+            for (size_t i = 0; i < (c.*m).size(); ++i) {
+              out += (i ? ", " : "") + QuoteToml((c.*m)[i].ToString());
+            }
+            return out + "]";
+          },
+      },
+      f.member);
+}
+
+// The numeric value of a bounded field, for the range check.
+std::optional<double> NumericValue(const DaemonConfig& c, const Field& f) {
+  return std::visit(Overloaded{
+                        [&](int DaemonConfig::*m) -> std::optional<double> { return c.*m; },
+                        [&](uint64_t DaemonConfig::*m) -> std::optional<double> {
+                          return static_cast<double>(c.*m);
+                        },
+                        [&](double DaemonConfig::*m) -> std::optional<double> { return c.*m; },
+                        [&](auto) -> std::optional<double> { return std::nullopt; },
+                    },
+                    f.member);
+}
+
+const Field* FindField(const std::string& table, const std::string& key) {
+  for (const Field& f : kFields) {
+    if (table == f.table && key == f.key) return &f;
+  }
+  return nullptr;
+}
+
+// ---- TOML reading ----
+
+const char* TypeName(const toml::node& n) {
+  switch (n.type()) {
+    case toml::node_type::table: return "a table";
+    case toml::node_type::array: return "an array";
+    case toml::node_type::string: return "a string";
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a float";
+    case toml::node_type::boolean: return "a boolean";
+    case toml::node_type::date: return "a date";
+    case toml::node_type::time: return "a time";
+    case toml::node_type::date_time: return "a date-time";
+    default: return "nothing";
+  }
+}
+
+std::string Where(const std::string& source, const toml::source_region& region) {
+  return source + ":" + std::to_string(region.begin.line) + ":" +
+         std::to_string(region.begin.column);
+}
+
+Status KeyError(const std::string& source, const toml::node& n, const std::string& key,
+                const std::string& what) {
+  return InvalidArgument(Where(source, n.source()) + ": " + key + ": " + what);
+}
+
+Status SetFromToml(DaemonConfig* c, const Field& f, const toml::node& n, const std::string& src) {
+  const std::string name = Name(f);
+  auto wrong = [&](const char* expected) {
+    return KeyError(src, n, name, std::string("expected ") + expected + ", got " + TypeName(n));
+  };
+  return std::visit(Overloaded{
+                        [&](bool DaemonConfig::*m) -> Status {
+                          if (!n.is_boolean()) return wrong("true or false");
+                          c->*m = n.as_boolean()->get();
+                          return OkStatus();
+                        },
+                        [&](int DaemonConfig::*m) -> Status {
+                          if (!n.is_integer()) return wrong("an integer");
+                          const int64_t v = n.as_integer()->get();
+                          if (v < INT_MIN || v > INT_MAX) {
+                            return KeyError(src, n, name, std::to_string(v) + " is out of range");
+                          }
+                          c->*m = static_cast<int>(v);
+                          return OkStatus();
+                        },
+                        [&](uint64_t DaemonConfig::*m) -> Status {
+                          if (!n.is_integer()) return wrong("an integer");
+                          const int64_t v = n.as_integer()->get();
+                          if (v < 0)
+                            return KeyError(src, n, name, std::to_string(v) + " is negative");
+                          c->*m = static_cast<uint64_t>(v);
+                          return OkStatus();
+                        },
+                        [&](double DaemonConfig::*m) -> Status {
+                          if (n.is_integer()) {
+                            c->*m = static_cast<double>(n.as_integer()->get());
+                          } else if (n.is_floating_point()) {
+                            c->*m = n.as_floating_point()->get();
+                          } else {
+                            return wrong("a number");
+                          }
+                          return OkStatus();
+                        },
+                        [&](std::string DaemonConfig::*m) -> Status {
+                          if (!n.is_string()) return wrong("a string");
+                          c->*m = n.as_string()->get();
+                          return OkStatus();
+                        },
+                        [&](Addresses DaemonConfig::*m) -> Status {
+                          Addresses out;
+                          auto add = [&](const toml::node& item) -> Status {
+                            if (!item.is_string()) return wrong("an array of strings");
+                            auto a = ParseListenAddress(item.as_string()->get());
+                            if (!a.ok()) return KeyError(src, item, name, a.status().message());
+                            out.push_back(std::move(a).value());
+                            return OkStatus();
+                          };
+                          if (n.is_string()) {
+                            RETURN_IF_ERROR(add(n));
+                          } else if (const toml::array* arr = n.as_array()) {
+                            for (const toml::node& item : *arr) RETURN_IF_ERROR(add(item));
+                          } else {
+                            return wrong("an array of strings");
+                          }
+                          c->*m = std::move(out);
+                          return OkStatus();
+                        },
+                    },
+                    f.member);
+}
+
+StatusOr<DaemonConfig> ParseTomlUnvalidated(const std::string& text, const std::string& src) {
+  toml::table root;
+  try {
+    root = toml::parse(text, src);
+  } catch (const toml::parse_error& e) {
+    return InvalidArgument(Where(src, e.source()) + ": " + std::string(e.description()));
+  } catch (const std::exception& e) {
+    return InvalidArgument(src + ": " + e.what());
+  }
+  DaemonConfig c;
+  for (auto&& [table_key, table_node] : root) {
+    const std::string table(table_key.str());
+    bool known = false;
+    for (const char* t : kTables) known = known || table == t;
+    if (!known) {
+      return KeyError(src, table_node, table,
+                      "unknown " + std::string(table_node.is_table() ? "table" : "key") +
+                          " (expected [server], [limits] or [workers])");
+    }
+    const toml::table* entries = table_node.as_table();
+    if (entries == nullptr) {
+      return KeyError(src, table_node, table,
+                      std::string("expected a table, got ") + TypeName(table_node));
+    }
+    for (auto&& [key_node, value] : *entries) {
+      const std::string key(key_node.str());
+      const Field* f = FindField(table, key);
+      if (f == nullptr) {
+        std::string hint;
+        for (const Field& other : kFields) {
+          if (key == other.key) hint = " (it belongs in [" + std::string(other.table) + "])";
+        }
+        return KeyError(src, value, table + "." + key, "unknown key" + hint);
+      }
+      RETURN_IF_ERROR(SetFromToml(&c, *f, value, src));
+    }
+  }
+  return c;
+}
+
+// ---- Flags ----
+
+StatusOr<int64_t> ParseFlagInteger(const std::string& flag, const std::string& text) {
+  int64_t v = 0;
+  const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || r.ec != std::errc() || r.ptr != text.data() + text.size()) {
+    return InvalidArgument(flag + ": '" + text + "' is not an integer");
+  }
+  return v;
+}
+
+Status SetFromFlag(DaemonConfig* c, const Field& f, const std::string& text) {
+  const std::string flag = f.flag;
+  return std::visit(
+      Overloaded{
+          [&](int DaemonConfig::*m) -> Status {
+            ASSIGN_OR_RETURN(const int64_t v, ParseFlagInteger(flag, text));
+            if (v < INT_MIN || v > INT_MAX) {
+              return InvalidArgument(flag + ": " + text + " is out of range");
+            }
+            c->*m = static_cast<int>(v);
+            return OkStatus();
+          },
+          [&](uint64_t DaemonConfig::*m) -> Status {
+            ASSIGN_OR_RETURN(const int64_t v, ParseFlagInteger(flag, text));
+            if (v < 0) return InvalidArgument(flag + ": " + text + " is negative");
+            c->*m = static_cast<uint64_t>(v);
+            return OkStatus();
+          },
+          [&](double DaemonConfig::*m) -> Status {
+            char* end = nullptr;
+            const double v = std::strtod(text.c_str(), &end);
+            if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v)) {
+              return InvalidArgument(flag + ": '" + text + "' is not a number");
+            }
+            c->*m = v;
+            return OkStatus();
+          },
+          [&](std::string DaemonConfig::*m) -> Status {
+            c->*m = text;
+            return OkStatus();
+          },
+          [&](auto) -> Status { return Internal(flag + " is not a single-value flag"); },
+      },
+      f.member);
+}
+
+const char* TypeNameForFlag(const Field& f) {
+  return std::visit(Overloaded{
+                        [](int DaemonConfig::*) { return "N"; },
+                        [](uint64_t DaemonConfig::*) { return "BYTES"; },
+                        [](double DaemonConfig::*) { return "SECONDS"; },
+                        [](std::string DaemonConfig::*) { return "TEXT"; },
+                        [](auto) { return ""; },
+                    },
+                    f.member);
+}
+
+bool FileExists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+}  // namespace
+
+const char* ConveyorVersion() { return CONVEYOR_VERSION_STRING; }
+
+bool operator==(const DaemonConfig& a, const DaemonConfig& b) {
+  for (const Field& f : kFields) {
+    if (RenderValue(a, f) != RenderValue(b, f)) return false;
+  }
+  return true;
+}
+
+std::vector<ListenAddress> DaemonConfig::EffectiveListen() const {
+  if (!listen.empty()) return listen;
+  return {DefaultListenAddress()};
+}
+
+Status DaemonConfig::Validate() const {
+  for (const Field& f : kFields) {
+    const std::optional<double> v = NumericValue(*this, f);
+    if (!v || f.min == f.max) continue;
+    const bool below = f.min_exclusive ? !(*v > f.min) : !(*v >= f.min);
+    if (below || !(*v <= f.max) || !std::isfinite(*v)) {
+      const std::string range = f.min_exclusive ? "more than " + FormatNumber(f.min) +
+                                                      " and at most " + FormatNumber(f.max)
+                                                : FormatNumber(f.min) + ".." + FormatNumber(f.max);
+      return InvalidArgument(Name(f) + " = " + FormatNumber(*v) + " is out of range (" + range +
+                             ")");
+    }
+  }
+  for (size_t i = 0; i < listen.size(); ++i) {
+    const ListenAddress& a = listen[i];
+    if (a.kind == ListenAddress::Kind::kTcp && !a.IsLoopback() && !allow_insecure_tcp) {
+      return InvalidArgument("server.listen: " + a.ToString() +
+                             " is reachable from other hosts and the API has no TLS yet; set "
+                             "server.allow_insecure_tcp = true (--allow-insecure-tcp) to "
+                             "serve it anyway");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (listen[j] == a)
+        return InvalidArgument("server.listen: " + a.ToString() + " is listed twice");
+    }
+  }
+  if (!metrics_listen.empty()) {
+    auto a = ParseListenAddress(metrics_listen);
+    if (!a.ok()) return a.status().WithContext("server.metrics_listen");
+    if (a->kind != ListenAddress::Kind::kTcp) {
+      return InvalidArgument("server.metrics_listen: '" + metrics_listen +
+                             "' must be HOST:PORT (the HTTP endpoint is TCP only)");
+    }
+  }
+  RETURN_IF_ERROR(CheckLogLevel(log_level).WithContext("server.log_level"));
+  if (workers != "auto" && workers != "gpu" && workers != "cpu") {
+    return InvalidArgument("workers.workers: unknown value '" + workers +
+                           "' (expected auto, gpu or cpu)");
+  }
+  return OkStatus();
+}
+
+StatusOr<DaemonConfig> ParseConfigToml(const std::string& text, const std::string& source_name) {
+  ASSIGN_OR_RETURN(DaemonConfig c, ParseTomlUnvalidated(text, source_name));
+  RETURN_IF_ERROR(c.Validate().WithContext(source_name));
+  return c;
+}
+
+StatusOr<DaemonConfig> LoadConfigFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    if (!FileExists(path)) return NotFound("config file " + path + " does not exist");
+    return FailedPrecondition("cannot read config file " + path);
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return FailedPrecondition("error reading config file " + path);
+  return ParseConfigToml(text.str(), path);
+}
+
+std::string RenderConfigToml(const DaemonConfig& config) {
+  const DaemonConfig defaults;
+  std::string out =
+      "# conveyord configuration: every key, each with its comment.\n"
+      "#\n"
+      "# conveyord reads /etc/conveyor/conveyord.toml, or the file given with --config.\n"
+      "# Keys left out keep their defaults; flags override the file (conveyord --help).\n"
+      "# Generated by RenderConfigToml() in daemon/config/daemon_config.cpp: print the\n"
+      "# defaults with `conveyord --config \"\" --print-config`.\n";
+  const char* table = "";
+  for (const Field& f : kFields) {
+    if (std::string(table) != f.table) {
+      table = f.table;
+      out += "\n[" + std::string(table) + "]\n";
+    } else {
+      out += "\n";
+    }
+    std::istringstream doc(f.doc);
+    for (std::string line; std::getline(doc, line);) out += "# " + line + "\n";
+    const std::string value = RenderValue(config, f);
+    const std::string default_value = RenderValue(defaults, f);
+    if (value != default_value) out += "# Default: " + default_value + "\n";
+    out += std::string(f.key) + " = " + value;
+    if (f.unit == kBytes) {
+      const std::string human = HumanBytes(std::stoull(value));
+      if (!human.empty()) out += "  # " + human;
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+StatusOr<CommandLine> ParseCommandLine(int argc, const char* const* argv,
+                                       const std::string& default_config_path) {
+  CommandLine result;
+  CLI::App app("conveyord: the Conveyor GPU video transcode daemon.", "conveyord");
+  app.footer(
+      "Flags override the config file. Every key of the file, with its default and "
+      "comment:\n  conveyord --config \"\" --print-config");
+  app.set_version_flag("--version", std::string("conveyord ") + ConveyorVersion());
+
+  std::string config_path;
+  CLI::Option* config_opt =
+      app.add_option("--config", config_path,
+                     std::string("TOML config file (default: ") + default_config_path +
+                         " when it exists; \"\" for none)")
+          ->type_name("PATH");
+  std::vector<std::string> listen;
+  CLI::Option* listen_opt = nullptr;
+  bool allow_insecure_tcp = false;
+  CLI::Option* insecure_opt = nullptr;
+  bool print_config = false;
+  // One string per single-value flag, converted by SetFromFlag so that a flag and the
+  // file key it mirrors accept the same values with the same messages.
+  std::vector<std::pair<const Field*, std::string>> values;
+  values.reserve(std::size(kFields));
+  std::vector<CLI::Option*> options;
+  for (const Field& f : kFields) {
+    if (f.flag == nullptr) continue;
+    const std::string help = FirstLine(f.doc) + " [" + Name(f) + "]";
+    if (std::holds_alternative<Addresses DaemonConfig::*>(f.member)) {
+      listen_opt = app.add_option(f.flag, listen, help + " Repeatable; replaces the file's list.")
+                       ->type_name("ADDR")
+                       ->allow_extra_args(false);
+    } else if (std::holds_alternative<bool DaemonConfig::*>(f.member)) {
+      insecure_opt = app.add_flag(f.flag, allow_insecure_tcp, help);
+    } else {
+      values.emplace_back(&f, std::string());
+      options.push_back(app.add_option(f.flag, values.back().second, help)
+                            ->type_name(TypeNameForFlag(f))
+                            ->take_last());
+    }
+  }
+  app.add_flag("--print-config", print_config,
+               "Print the resulting configuration as TOML and exit.");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {  // --help, --version
+    std::ostringstream out, err;
+    result.exit_code = app.exit(e, out, err);
+    result.exit_now = true;
+    result.output = out.str();
+    return result;
+  } catch (const CLI::ParseError& e) {
+    return InvalidArgument(std::string(e.what()) + " (conveyord --help lists the flags)");
+  } catch (const std::exception& e) {
+    return InvalidArgument(e.what());
+  }
+
+  if (config_opt->count() > 0) {
+    result.config_path = config_path;
+  } else if (FileExists(default_config_path)) {
+    result.config_path = default_config_path;
+  }
+  if (!result.config_path.empty()) {
+    ASSIGN_OR_RETURN(result.config, LoadConfigFile(result.config_path));
+  }
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (options[i]->count() == 0) continue;
+    RETURN_IF_ERROR(SetFromFlag(&result.config, *values[i].first, values[i].second));
+  }
+  if (listen_opt != nullptr && listen_opt->count() > 0) {
+    result.config.listen.clear();
+    for (const std::string& text : listen) {
+      auto a = ParseListenAddress(text);
+      if (!a.ok()) return a.status().WithContext("--listen");
+      result.config.listen.push_back(std::move(a).value());
+    }
+  }
+  if (insecure_opt != nullptr && insecure_opt->count() > 0) {
+    result.config.allow_insecure_tcp = allow_insecure_tcp;
+  }
+  RETURN_IF_ERROR(result.config.Validate());
+  if (print_config) {
+    result.exit_now = true;
+    result.output = RenderConfigToml(result.config);
+  }
+  return result;
+}
+
+}  // namespace conveyor::config

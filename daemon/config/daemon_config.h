@@ -1,0 +1,94 @@
+// conveyord's options in one struct: each field's default and meaning live here, and
+// the config file (conveyord.toml), the command-line flags and the shipped
+// deploy/conveyord.toml are read, parsed and generated from the table behind it
+// (daemon_config.cpp), so they cannot drift apart.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "listen_address.h"
+#include "status.h"
+
+namespace conveyor::config {
+
+// "0.1.0": the project version CMake was configured with.
+const char* ConveyorVersion();
+
+struct DaemonConfig {
+  // [server]
+  std::vector<ListenAddress> listen;      // empty → DefaultSocketPath() unix socket
+  bool allow_insecure_tcp = false;        // (issue 6) permit non-loopback TCP without TLS
+  std::string metrics_listen = "127.0.0.1:9464";  // HTTP /metrics and health; "" turns it off
+  std::string log_level = "info";         // trace, debug, info, warn, error, off
+  // [limits]
+  int max_sessions = 64;                  // Transcode streams at once; more: RESOURCE_EXHAUSTED
+  int max_width = 3840;                   // largest source or rendition width accepted
+  int max_height = 2160;                  // largest source or rendition height accepted
+  double max_frame_rate = 240;            // highest nominal input frame rate accepted
+  uint64_t max_session_bytes = 64ull << 30;  // input bytes per session
+  // No input read and no output written for this long → session ends DEADLINE_EXCEEDED.
+  double idle_timeout_s = 60;
+  int session_queue_frames = 4;           // decoded frames a session may have waiting for a worker
+  // Encoded bytes a session may have queued for its client before it stops submitting.
+  uint64_t session_output_bytes = 64ull << 20;
+  // Container bytes buffered per session before gRPC flow control pushes back.
+  int input_queue_bytes = 16 << 20;
+  // [workers]
+  std::string workers = "auto";           // auto (every GPU, else the CPU), gpu, cpu
+  int gpu_slots = 3;                      // frames in flight per GPU worker (pinned slot ring)
+  int cpu_threads = 0;                    // 0: one per hardware thread
+  int decode_threads = 0;                 // FFmpeg frame threads per session; 0: FFmpeg's choice
+  double drain_timeout_s = 30;            // on SIGTERM, seconds sessions get before cancellation
+
+  // Ranges and cross-field rules (non-loopback TCP needs allow_insecure_tcp). The
+  // message names the field as the config file spells it ("limits.max_sessions").
+  Status Validate() const;
+
+  // The addresses to serve on: `listen`, or the default unix socket when it is empty.
+  std::vector<ListenAddress> EffectiveListen() const;
+};
+
+bool operator==(const DaemonConfig& a, const DaemonConfig& b);
+inline bool operator!=(const DaemonConfig& a, const DaemonConfig& b) { return !(a == b); }
+
+// Parses TOML text: tables [server], [limits], [workers] with the fields above. Keys not
+// given keep their defaults. Unknown tables or keys and wrong types are INVALID_ARGUMENT
+// naming the key and "source:line:column". The result is validated.
+StatusOr<DaemonConfig> ParseConfigToml(const std::string& text, const std::string& source_name);
+// Reads and parses a file (NOT_FOUND when it is missing).
+StatusOr<DaemonConfig> LoadConfigFile(const std::string& path);
+
+// The whole config as TOML with a comment on every key, every value written out. For
+// DaemonConfig{} this is deploy/conveyord.toml (a test keeps the two equal).
+std::string RenderConfigToml(const DaemonConfig& config);
+
+// ---- Command line ----
+
+constexpr char kDefaultConfigPath[] = "/etc/conveyor/conveyord.toml";
+
+struct CommandLine {
+  DaemonConfig config;      // file values, then flags on top; validated
+  std::string config_path;  // the file that was read; empty when none
+  // --help, --version and --print-config: print `output` to stdout and exit with
+  // `exit_code` without starting anything.
+  bool exit_now = false;
+  int exit_code = 0;
+  std::string output;
+};
+
+// Flags: --config PATH (default: `default_config_path` when that file exists, else none;
+// --config "" reads none), --listen ADDR (repeatable; replaces the file's list),
+// --allow-insecure-tcp, --metrics-listen, --log-level, --max-sessions, --workers,
+// --gpu-slots, --cpu-threads, --idle-timeout SECONDS, --drain-timeout SECONDS,
+// --print-config, --version, --help. Usage errors and bad values are INVALID_ARGUMENT;
+// a file that cannot be read or parsed gives that error.
+//
+//   auto cl = ParseCommandLine(argc, argv);
+//   if (!cl.ok()) { fprintf(stderr, "conveyord: %s\n", cl.status().message().c_str()); return 2; }
+//   if (cl->exit_now) { fputs(cl->output.c_str(), stdout); return cl->exit_code; }
+StatusOr<CommandLine> ParseCommandLine(int argc, const char* const* argv,
+                                       const std::string& default_config_path = kDefaultConfigPath);
+
+}  // namespace conveyor::config

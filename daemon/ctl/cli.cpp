@@ -1,0 +1,154 @@
+// conveyorctl's subcommands (status, sessions, cancel, transcode) on CLI11. Parsing and
+// printing live here; each command's work is in its own file.
+#include "cli.h"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <sstream>
+#include <string>
+
+#include "channel.h"
+#include "daemon_config.h"
+#include "introspect_commands.h"
+#include "listen_address.h"
+#include "transcode_command.h"
+
+namespace conveyor::ctl {
+namespace {
+
+constexpr double kIntrospectTimeoutS = 10;
+
+int Fail(std::ostream& err, const Status& s) {
+  err << "conveyorctl: " << FormatError(s) << "\n";
+  return kExitFailed;
+}
+
+int Usage(std::ostream& err, const std::string& message) {
+  err << "conveyorctl: " << message << "\nRun 'conveyorctl --help' for usage.\n";
+  return kExitUsage;
+}
+
+}  // namespace
+
+int RunConveyorctl(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  CLI::App app("conveyorctl: the command-line client of conveyord, the Conveyor transcode daemon.",
+               "conveyorctl");
+  app.set_version_flag("--version", std::string("conveyorctl ") + config::ConveyorVersion());
+  app.require_subcommand(1);
+  app.fallthrough();  // --target and --timeout also after the subcommand
+  app.footer(
+      "Exit status: 0 success; 1 the call or a local step failed (printed as\n"
+      "'conveyorctl: CODE: message'); 2 a bad command line.");
+
+  std::string target_text;
+  double timeout_s = -1;
+  app.add_option("--target", target_text,
+                 "conveyord's address: unix:PATH, HOST:PORT or [IPv6]:PORT (default: unix:" +
+                     config::DefaultSocketPath() + ")")
+      ->type_name("ADDR");
+  app.add_option("--timeout", timeout_s,
+                 "Deadline of the call in seconds; 0: none (default: 10 for status, sessions "
+                 "and cancel, none for transcode)")
+      ->type_name("SECONDS")
+      ->check(CLI::NonNegativeNumber);
+
+  bool json = false;
+  CLI::App* status_cmd = app.add_subcommand("status", "Show the server's workers and load.");
+  status_cmd->add_flag("--json", json, "Print the reply as one line of JSON.");
+  CLI::App* sessions_cmd = app.add_subcommand("sessions", "List the running sessions.");
+  sessions_cmd->add_flag("--json", json, "Print the reply as one line of JSON.");
+  std::string session_id;
+  CLI::App* cancel_cmd = app.add_subcommand("cancel", "Cancel a running session.");
+  cancel_cmd->add_option("SESSION_ID", session_id, "As shown by 'conveyorctl sessions'.")
+      ->required();
+
+  TranscodeOptions t;
+  CLI::App* transcode_cmd = app.add_subcommand(
+      "transcode", "Encode a video file (or stdin) to Motion-JPEG: JPEG files or a container.");
+  transcode_cmd->add_option("INPUT", t.input, "Input file, or - for stdin.")->required();
+  transcode_cmd
+      ->add_option("-o,--output", t.output,
+                   "Without --container: a directory (created if missing) that receives\n"
+                   "R-NNNNNN.jpg for rendition R and frame NNNNNN. With --container: the file\n"
+                   "of rendition 0; rendition n goes to the same name with .n before its\n"
+                   "extension (out.mkv, out.1.mkv, ...); - writes one rendition to stdout.")
+      ->required()
+      ->type_name("OUTPUT");
+  transcode_cmd
+      ->add_option("--rendition", t.renditions,
+                   "WxH[:quality[:subsampling]], repeatable, e.g. 1280x720:85:420. 0x0 is the\n"
+                   "source size; Wx0 keeps the aspect ratio. Default: one rendition at the\n"
+                   "source size, quality 85, 4:2:0.")
+      ->type_name("SPEC")
+      ->allow_extra_args(false);
+  transcode_cmd->add_option("--size", t.size, "Output size WxH (one rendition); Wx0 keeps the aspect ratio.")
+      ->type_name("WxH");
+  transcode_cmd
+      ->add_option("--renditions", t.ladder, "A ladder from one upload: WxH,WxH,... (e.g. 1920x1080,1280x720,640x360).")
+      ->type_name("LIST");
+  transcode_cmd->add_option("--quality", t.quality, "JPEG quality 1..100 for --size/--renditions (default 85).")
+      ->type_name("N");
+  transcode_cmd
+      ->add_option("--container", t.container, "Write mkv, mov or avi instead of JPEG files.")
+      ->type_name("FORMAT");
+  transcode_cmd
+      ->add_option("--raw", t.raw,
+                   "The input is tightly packed raw frames, FORMAT:WxH[:FPS] (FPS: N, N.M or\n"
+                   "N/D; default 25), e.g. yuv420p:1920x1080:30000/1001. Formats: yuv420p,\n"
+                   "yuvj420p, nv12, yuv422p, yuv444p, rgb24, bgr24, rgba, bgra.")
+      ->type_name("FORMAT:WxH[:FPS]");
+  transcode_cmd
+      ->add_option("--format-hint", t.format_hint,
+                   "FFmpeg demuxer name for the input (matroska, mpegts, ...); default: probe.")
+      ->type_name("NAME");
+  transcode_cmd->add_flag("--audio", t.audio,
+                          "Copy the input's first audio stream (container output).");
+  transcode_cmd
+      ->add_option("--label", t.label,
+                   "Shown in 'conveyorctl sessions' (default: the input's name).")
+      ->type_name("TEXT");
+  transcode_cmd->add_flag("--progress", t.progress, "Print the server's progress lines on stderr.");
+  bool no_bar = false, bar = false;
+  transcode_cmd->add_flag("--progress-bar", bar, "Draw a progress bar on stderr (default when stdout is a terminal).");
+  transcode_cmd->add_flag("--no-progress-bar", no_bar, "Never draw the progress bar.");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {  // --help, --version
+    std::ostringstream ignored;
+    return app.exit(e, out, ignored);
+  } catch (const CLI::ParseError& e) {
+    return Usage(err, e.what());
+  } catch (const std::exception& e) {
+    return Usage(err, e.what());
+  }
+
+  ClientOptions client;
+  if (!target_text.empty()) {
+    auto target = config::ParseListenAddress(target_text);
+    if (!target.ok()) return Usage(err, "--target: " + target.status().message());
+    client.target = *target;
+  }
+  const bool transcode = transcode_cmd->parsed();
+  client.timeout_s = timeout_s >= 0 ? timeout_s : (transcode ? 0 : kIntrospectTimeoutS);
+
+  Status s;
+  if (status_cmd->parsed()) {
+    s = RunStatusCommand(client, json, out);
+  } else if (sessions_cmd->parsed()) {
+    s = RunSessionsCommand(client, json, out);
+  } else if (cancel_cmd->parsed()) {
+    s = RunCancelCommand(client, session_id, out);
+  } else {
+    const auto spec = BuildJobSpec(t);
+    if (!spec.ok()) return Usage(err, spec.status().message());
+    // The bar goes to stderr, drawn when a person is watching stdout (and stdout is not
+    // the output itself).
+    t.progress_bar = !no_bar && (bar || (isatty(STDOUT_FILENO) && t.output != "-"));
+    s = RunTranscode(client, t, out, err);
+  }
+  return s.ok() ? kExitOk : Fail(err, s);
+}
+
+}  // namespace conveyor::ctl

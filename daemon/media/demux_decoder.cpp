@@ -1,0 +1,284 @@
+// ContainerDecoder: a read-only, non-seekable AVIOContext over the ByteQueue, the best video
+// stream's decoder with frame and slice threads, and the send/receive loop with draining.
+#include "demux_decoder.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <limits>
+#include <string>
+
+extern "C" {
+#include <libavutil/avstring.h>
+#include <libavutil/display.h>
+#include <libavutil/pixdesc.h>
+}
+
+namespace conveyor::media {
+namespace {
+
+// Display rotation of a display matrix, clockwise in [0, 360), rounded to a degree.
+int ClockwiseRotation(const uint8_t* matrix, size_t size) {
+  if (matrix == nullptr || size < 9 * sizeof(int32_t)) return 0;
+  const double ccw = av_display_rotation_get(reinterpret_cast<const int32_t*>(matrix));
+  if (std::isnan(ccw)) return 0;
+  long cw = std::lround(-ccw) % 360;
+  if (cw < 0) cw += 360;
+  return static_cast<int>(cw);
+}
+
+std::string CodecName(AVCodecID id) {
+  const char* name = avcodec_get_name(id);
+  return name != nullptr ? name : "unknown";
+}
+
+// Nested inputs (playlists, concat lists, external MOV references) would open URLs or
+// files on the daemon's host on a client's say-so; the media layer reads one stream only.
+int RefuseIoOpen(AVFormatContext*, AVIOContext**, const char*, int, AVDictionary**) { return AVERROR(EPERM); }
+
+}  // namespace
+
+std::string DefaultInputFormats() { return "mov,matroska,avi,mpegts,mpeg,mpegvideo,h264,hevc,mjpeg,ivf,obu"; }
+
+std::vector<AVCodecID> DefaultVideoCodecs() {
+  return {AV_CODEC_ID_H264,       AV_CODEC_ID_HEVC,   AV_CODEC_ID_VP9,  AV_CODEC_ID_AV1,
+          AV_CODEC_ID_MPEG2VIDEO, AV_CODEC_ID_PRORES, AV_CODEC_ID_MJPEG};
+}
+
+double DecodedFrame::seconds() const {
+  if (pts == AV_NOPTS_VALUE || time_base.den == 0) return std::numeric_limits<double>::quiet_NaN();
+  return static_cast<double>(pts) * av_q2d(time_base);
+}
+
+ContainerDecoder::ContainerDecoder(ByteQueue* input, const DecoderOptions& options)
+    : input_(input), options_(options) {}
+
+ContainerDecoder::~ContainerDecoder() = default;
+
+StatusOr<std::unique_ptr<ContainerDecoder>> ContainerDecoder::Open(ByteQueue* input,
+                                                                   const DecoderOptions& options) {
+  if (input == nullptr) return InvalidArgument("ContainerDecoder: no input queue");
+  if (options.avio_buffer_bytes < 4096) return InvalidArgument("ContainerDecoder: avio_buffer_bytes < 4096");
+  std::unique_ptr<ContainerDecoder> d(new ContainerDecoder(input, options));
+  RETURN_IF_ERROR(d->OpenInput());
+  RETURN_IF_ERROR(d->OpenVideoDecoder());
+  return d;
+}
+
+int ContainerDecoder::ReadCallback(void* opaque, uint8_t* buf, int size) {
+  auto* self = static_cast<ContainerDecoder*>(opaque);
+  const int n = self->input_->Read(buf, size);
+  if (n > 0 && self->scanner_.verdict() == Mp4BoxScanner::Verdict::kScanning) {
+    self->scanner_.Feed(buf, static_cast<size_t>(n));
+    if (self->scanner_.verdict() == Mp4BoxScanner::Verdict::kMdatFirst) {
+      self->moov_at_end_ = true;
+      return AVERROR_INVALIDDATA;  // stop now rather than read all of mdat to fail later
+    }
+  }
+  return n;
+}
+
+// Not seekable: the size is unknown (-1 for AVSEEK_SIZE) and every seek fails. libavformat
+// only calls this for backward seeks; forward ones it does by reading.
+int64_t ContainerDecoder::SeekCallback(void*, int64_t, int whence) {
+  if ((whence & AVSEEK_SIZE) != 0) return -1;
+  return AVERROR(ESPIPE);
+}
+
+Status ContainerDecoder::Failure(int err, const char* call) const {
+  if (input_->cancelled()) return Status(StatusCode::kCancelled, std::string(call) + ": input cancelled");
+  if (moov_at_end_) {
+    return FailedPrecondition(
+        std::string("input is an MP4/MOV with its moov atom after mdat, which cannot be "
+                    "demuxed from a stream: ") +
+        kMoovAtEndAdvice);
+  }
+  return FfmpegError(err, call);
+}
+
+Status ContainerDecoder::OpenInput() {
+  const AVInputFormat* hint = nullptr;
+  if (!options_.format.empty()) {
+    hint = av_find_input_format(options_.format.c_str());
+    if (hint == nullptr) return InvalidArgument("unknown input format '" + options_.format + "'");
+    if (!options_.input_formats.empty() &&
+        av_match_list(hint->name, options_.input_formats.c_str(), ',') <= 0) {
+      return InvalidArgument("input format '" + options_.format + "' is not accepted (" +
+                             options_.input_formats + ")");
+    }
+  }
+  ASSIGN_OR_RETURN(avio_,
+                   AllocAvio(options_.avio_buffer_bytes, false, this, &ReadCallback, nullptr, &SeekCallback));
+  avio_->seekable = 0;
+  ASSIGN_OR_RETURN(packet_, AllocPacket());
+
+  UnopenedInputPtr ctx(avformat_alloc_context());
+  if (!ctx) return ResourceExhausted("avformat_alloc_context: out of memory");
+  ctx->pb = avio_.get();
+  ctx->flags |= AVFMT_FLAG_CUSTOM_IO;
+  // No nested inputs: io_open refuses them here, and the protocol whitelist, which
+  // demuxers that open a second AVFormatContext (concat) copy into it, allows no protocol.
+  ctx->io_open = &RefuseIoOpen;
+  ctx->protocol_whitelist = av_strdup("none");
+  if (ctx->protocol_whitelist == nullptr) return ResourceExhausted("av_strdup: out of memory");
+  if (!options_.input_formats.empty()) {
+    ctx->format_whitelist = av_strdup(options_.input_formats.c_str());
+    if (ctx->format_whitelist == nullptr) return ResourceExhausted("av_strdup: out of memory");
+  }
+  if (options_.probe_bytes > 0) ctx->probesize = options_.probe_bytes;
+  if (options_.analyze_us > 0) ctx->max_analyze_duration = options_.analyze_us;
+  // avformat_open_input owns the context from here, and frees it if it fails (leaving our
+  // AVIOContext alone).
+  AVFormatContext* raw = ctx.release();
+  int err = avformat_open_input(&raw, nullptr, hint, nullptr);
+  if (err < 0) {
+    if (input_->bytes_read() == 0 && input_->closed() && !input_->cancelled()) {
+      return InvalidArgument("avformat_open_input: the input is empty");
+    }
+    if (err == AVERROR(EINVAL) && !options_.input_formats.empty() && !moov_at_end_ && !input_->cancelled()) {
+      // What FFmpeg returns for a format off the whitelist (it only logs which one).
+      return InvalidArgument("avformat_open_input: Invalid argument (is the input in an accepted format? " +
+                             options_.input_formats + ")");
+    }
+    return Failure(err, "avformat_open_input");
+  }
+  format_.reset(raw);
+  err = avformat_find_stream_info(format_.get(), nullptr);
+  if (err < 0) return Failure(err, "avformat_find_stream_info");
+  return OkStatus();
+}
+
+Status ContainerDecoder::OpenVideoDecoder() {
+  AVFormatContext* fmt = format_.get();
+  const AVCodec* decoder = nullptr;
+  const int index = av_find_best_stream(fmt, AVMEDIA_TYPE_VIDEO, -1, -1, &decoder, 0);
+  if (index == AVERROR_STREAM_NOT_FOUND) {
+    return InvalidArgument(std::string("the input (") + fmt->iformat->name + ") has no video stream");
+  }
+  if (index < 0 && index != AVERROR_DECODER_NOT_FOUND) return Failure(index, "av_find_best_stream(video)");
+  // av_find_best_stream reports a missing decoder without the stream; find that stream.
+  const int video_index =
+      index >= 0 ? index : av_find_best_stream(fmt, AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0);
+  if (video_index < 0) return Failure(video_index, "av_find_best_stream(video)");
+  AVStream* st = fmt->streams[video_index];
+  const AVCodecID id = st->codecpar->codec_id;
+  const auto& accepted = options_.video_codecs;
+  if (!accepted.empty() && std::find(accepted.begin(), accepted.end(), id) == accepted.end()) {
+    return Status(StatusCode::kUnimplemented, "video codec " + CodecName(id) + " is not accepted");
+  }
+  if (decoder == nullptr) {
+    return Status(StatusCode::kUnimplemented,
+                  "no decoder for video codec " + CodecName(id) + " in this FFmpeg");
+  }
+
+  CodecContextPtr ctx(avcodec_alloc_context3(decoder));
+  if (!ctx) return ResourceExhausted("avcodec_alloc_context3: out of memory");
+  int err = avcodec_parameters_to_context(ctx.get(), st->codecpar);
+  if (err < 0) return FfmpegError(err, "avcodec_parameters_to_context");
+  ctx->pkt_timebase = st->time_base;
+  ctx->thread_count = options_.threads;
+  ctx->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
+  err = avcodec_open2(ctx.get(), decoder, nullptr);
+  if (err < 0) return FfmpegError(err, (std::string("avcodec_open2(") + decoder->name + ")").c_str());
+  codec_ = std::move(ctx);
+
+  size_t matrix_size = 0;
+  const uint8_t* matrix = av_stream_get_side_data(st, AV_PKT_DATA_DISPLAYMATRIX, &matrix_size);
+  stream_rotation_ = ClockwiseRotation(matrix, matrix_size);
+
+  video_.index = video_index;
+  video_.container = fmt->iformat->name;
+  video_.codec = CodecName(id);
+  video_.decoder = decoder->name;
+  video_.width = st->codecpar->width;
+  video_.height = st->codecpar->height;
+  video_.pix_fmt = static_cast<AVPixelFormat>(st->codecpar->format);
+  video_.time_base = st->time_base;
+  video_.frame_rate = av_guess_frame_rate(fmt, st, nullptr);
+  video_.sample_aspect = av_guess_sample_aspect_ratio(fmt, st, nullptr);
+  video_.rotation_degrees = stream_rotation_;
+
+  if (options_.audio) {
+    const int audio_index = av_find_best_stream(fmt, AVMEDIA_TYPE_AUDIO, -1, video_index, nullptr, 0);
+    if (audio_index >= 0) {
+      AVStream* ast = fmt->streams[audio_index];
+      audio_ =
+          AudioStreamInfo{audio_index, CodecName(ast->codecpar->codec_id), ast->codecpar, ast->time_base};
+    }
+  }
+  // Let the demuxer drop everything else as early as it can.
+  for (unsigned i = 0; i < fmt->nb_streams; ++i) {
+    const int s = static_cast<int>(i);
+    if (s != video_index && !(audio_ && s == audio_->index)) fmt->streams[i]->discard = AVDISCARD_ALL;
+  }
+  return OkStatus();
+}
+
+// Reads packets until one video packet (or, at the end of the input, the drain signal)
+// went to the decoder. Audio packets met on the way go to the sink.
+Status ContainerDecoder::FeedDecoder() {
+  AVPacket* pkt = packet_.get();
+  for (;;) {
+    int err = av_read_frame(format_.get(), pkt);
+    if (err == AVERROR_EOF) {
+      // The demuxer says EOF for a read error too; tell the two apart.
+      if (input_->cancelled()) return Status(StatusCode::kCancelled, "av_read_frame: input cancelled");
+      if (format_->pb != nullptr && format_->pb->error < 0 && format_->pb->error != AVERROR_EOF) {
+        return Failure(format_->pb->error, "av_read_frame");
+      }
+      draining_ = true;
+      err = avcodec_send_packet(codec_.get(), nullptr);
+      if (err < 0 && err != AVERROR_EOF) return Failure(err, "avcodec_send_packet(drain)");
+      return OkStatus();
+    }
+    if (err < 0) return Failure(err, "av_read_frame");
+    if (pkt->stream_index == video_.index) {
+      err = avcodec_send_packet(codec_.get(), pkt);
+      av_packet_unref(pkt);
+      if (err < 0) return Failure(err, "avcodec_send_packet");
+      return OkStatus();
+    }
+    Status sunk;
+    if (audio_ && pkt->stream_index == audio_->index && audio_sink_) sunk = audio_sink_(*pkt);
+    av_packet_unref(pkt);
+    RETURN_IF_ERROR(sunk);
+  }
+}
+
+void ContainerDecoder::FillFrame(DecodedFrame* out) {
+  const AVFrame* f = out->frame.get();
+  out->pts = f->best_effort_timestamp != AV_NOPTS_VALUE ? f->best_effort_timestamp : f->pts;
+  out->time_base = video_.time_base;
+  out->number = frames_++;
+  out->width = f->width;
+  out->height = f->height;
+  out->format = static_cast<AVPixelFormat>(f->format);
+  out->color = ColorOf(*f);
+  out->sample_aspect = f->sample_aspect_ratio.num != 0 ? f->sample_aspect_ratio : video_.sample_aspect;
+  const AVFrameSideData* sd = av_frame_get_side_data(f, AV_FRAME_DATA_DISPLAYMATRIX);
+  out->rotation_degrees = sd != nullptr ? ClockwiseRotation(sd->data, sd->size) : stream_rotation_;
+}
+
+StatusOr<bool> ContainerDecoder::Next(DecodedFrame* out) {
+  if (out == nullptr) return InvalidArgument("ContainerDecoder::Next: no output frame");
+  if (!out->frame) {
+    ASSIGN_OR_RETURN(out->frame, AllocFrame());
+  }
+  for (;;) {
+    if (finished_) return false;
+    const int err = avcodec_receive_frame(codec_.get(), out->frame.get());
+    if (err >= 0) {
+      FillFrame(out);
+      return true;
+    }
+    if (err == AVERROR_EOF) {
+      finished_ = true;
+      return false;
+    }
+    if (err != AVERROR(EAGAIN)) return Failure(err, "avcodec_receive_frame");
+    if (draining_) return Internal("avcodec_receive_frame: decoder asked for input after the drain");
+    RETURN_IF_ERROR(FeedDecoder());
+  }
+}
+
+}  // namespace conveyor::media

@@ -1,0 +1,141 @@
+// ContainerDecoder: demuxes a container that arrives as a byte stream (a ByteQueue the rpc
+// layer fills) and decodes its best video stream into frames with their timing and colour
+// metadata; optionally hands the best audio stream's packets on untouched, for muxing.
+// The input is read once, front to back: it is never seekable.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "byte_queue.h"
+#include "ffmpeg_handles.h"
+#include "frame_convert.h"
+#include "mp4_box_scanner.h"
+#include "status.h"
+
+namespace conveyor::media {
+
+// What a non-faststart MP4/MOV (moov after mdat) is refused with (FAILED_PRECONDITION).
+inline constexpr const char* kMoovAtEndAdvice =
+    "moov atom at end; remux with -movflags faststart or send a seekable format";
+
+// The video codecs the daemon accepts by default. Anything else is refused before a
+// decoder is opened (a smaller attack surface for client-supplied bytes).
+std::vector<AVCodecID> DefaultVideoCodecs();
+// The demuxers it accepts by default (format_whitelist): MP4/MOV, Matroska/WebM, AVI,
+// MPEG-TS/PS, and raw H.264, HEVC, MPEG-2, MJPEG, IVF (VP9, AV1) and AV1 OBU streams.
+std::string DefaultInputFormats();
+
+struct DecoderOptions {
+  std::string format;  // demuxer to use instead of probing (av_find_input_format name, "matroska", "mpegts")
+  int threads = 0;     // decoder threads, frame + slice; 0 lets FFmpeg pick from the core count
+  bool audio = false;  // also select the best audio stream and pass its packets to the audio sink
+  std::vector<AVCodecID> video_codecs = DefaultVideoCodecs();  // accepted; empty accepts any
+  std::string input_formats = DefaultInputFormats();  // accepted demuxers, comma-separated; "" accepts any
+  int avio_buffer_bytes = 64 * 1024;                  // the AVIOContext's read buffer
+  // Probing bounds, 0 for FFmpeg's defaults (5 MB, 5 s). avformat_find_stream_info holds
+  // the packets it reads in memory, so probe_bytes bounds that memory too.
+  int64_t probe_bytes = 0;
+  int64_t analyze_us = 0;
+};
+
+struct VideoStreamInfo {
+  int index = -1;
+  std::string container;  // demuxer name, e.g. "matroska,webm"
+  std::string codec;      // e.g. "h264"
+  std::string decoder;    // e.g. "h264", "libdav1d"
+  int width = 0;
+  int height = 0;
+  AVPixelFormat pix_fmt = AV_PIX_FMT_NONE;  // as the stream declares it
+  AVRational time_base{0, 1};               // of every pts this decoder reports
+  AVRational frame_rate{0, 1};              // best guess; {0,1} when unknown
+  AVRational sample_aspect{0, 1};           // {0,1} when unknown
+  int rotation_degrees = 0;                 // clockwise rotation to apply for display: 0, 90, 180 or 270
+};
+
+struct AudioStreamInfo {
+  int index = -1;
+  std::string codec;
+  const AVCodecParameters* codecpar = nullptr;  // owned by the decoder; for the muxer to copy
+  AVRational time_base{0, 1};                   // of the packets handed to the audio sink
+};
+
+struct DecodedFrame {
+  // The decoder's picture (reference-counted). Next() decodes into it again; to keep a
+  // picture past that, move `frame` out and Next() allocates a new one.
+  FramePtr frame;
+  int64_t pts = AV_NOPTS_VALUE;  // best-effort presentation time, in time_base units
+  AVRational time_base{0, 1};
+  int64_t number = 0;  // 0, 1, 2, ... in output order
+  int width = 0;
+  int height = 0;
+  AVPixelFormat format = AV_PIX_FMT_NONE;
+  FrameColor color;
+  AVRational sample_aspect{0, 1};
+  int rotation_degrees = 0;  // clockwise, from the frame's display matrix or else the stream's
+
+  double seconds() const;  // pts in seconds (NaN without a pts)
+};
+
+class ContainerDecoder {
+ public:
+  // Called with each packet of the selected audio stream, in demux order, pts and dts in
+  // AudioStreamInfo::time_base. A non-OK return stops decoding with that status.
+  using AudioSink = std::function<Status(const AVPacket& packet)>;
+
+  // Reads from `input` until the container header and enough of the streams are known
+  // (blocking on the queue), then opens the video decoder. `input` must outlive the
+  // decoder. On an error the producer may be blocked on a full queue: cancel the queue.
+  static StatusOr<std::unique_ptr<ContainerDecoder>> Open(ByteQueue* input, const DecoderOptions& options);
+
+  ContainerDecoder(const ContainerDecoder&) = delete;
+  ContainerDecoder& operator=(const ContainerDecoder&) = delete;
+  ~ContainerDecoder();
+
+  const VideoStreamInfo& video() const { return video_; }
+  const AudioStreamInfo* audio() const { return audio_ ? &*audio_ : nullptr; }
+  void SetAudioSink(AudioSink sink) { audio_sink_ = std::move(sink); }
+
+  // Decodes the next frame into *out: true with a frame, false at the end of the stream
+  // (the decoder has been drained: every frame was delivered). CANCELLED when the queue
+  // was cancelled; other errors carry the FFmpeg call and its error text.
+  StatusOr<bool> Next(DecodedFrame* out);
+
+  int64_t frames_decoded() const { return frames_; }
+
+ private:
+  ContainerDecoder(ByteQueue* input, const DecoderOptions& options);
+  Status OpenInput();
+  Status OpenVideoDecoder();
+  Status FeedDecoder();
+  Status Failure(int err, const char* call) const;
+  void FillFrame(DecodedFrame* out);
+
+  static int ReadCallback(void* opaque, uint8_t* buf, int size);
+  static int64_t SeekCallback(void* opaque, int64_t offset, int whence);
+
+  ByteQueue* const input_;
+  const DecoderOptions options_;
+  Mp4BoxScanner scanner_;
+  bool moov_at_end_ = false;
+
+  // Destroyed in reverse order: the format context closes before its AVIOContext.
+  AvioContextPtr avio_;
+  InputFormatPtr format_;
+  CodecContextPtr codec_;
+  PacketPtr packet_;
+
+  VideoStreamInfo video_;
+  std::optional<AudioStreamInfo> audio_;
+  AudioSink audio_sink_;
+  int stream_rotation_ = 0;
+  bool draining_ = false;
+  bool finished_ = false;
+  int64_t frames_ = 0;
+};
+
+}  // namespace conveyor::media

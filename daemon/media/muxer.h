@@ -1,0 +1,97 @@
+// ContainerMuxer: wraps the encoder's JPEG frames (and, optionally, the input's audio
+// packets, untouched) into Matroska, MOV or AVI, written through a write-only AVIOContext
+// whose bytes go to a caller's sink as they are produced, i.e. straight back to a client.
+// The output is never seekable, which shapes each container (see ContainerFormat).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "ffmpeg_handles.h"
+#include "status.h"
+
+namespace conveyor::media {
+
+enum class ContainerFormat : uint8_t {
+  // Matroska: written live (no cues, no duration in the header; clusters as they close).
+  kMatroska,
+  // MOV, fragmented: movflags frag_keyframe+empty_moov+default_base_moof. A plain MOV
+  // needs to seek back to write moov; a fragmented one starts with an empty moov and then
+  // one moof+mdat per fragment. Every JPEG frame is a keyframe, so each frame is a fragment
+  // (about 100 bytes of moof per frame) and reaches the sink as soon as the next frame is
+  // written. Carries the display rotation (tkhd matrix).
+  kMov,
+  // AVI: no idx1 index and the header's frame counts left at zero (both need a seek);
+  // readers that read it front to back (FFmpeg, most players) play it. AVI has one
+  // constant frame rate: MuxerOptions::frame_rate is required and every pts is rounded to
+  // a whole frame of it (a collision moves the later frame one frame on).
+  kAvi,
+};
+const char* ContainerFormatName(ContainerFormat f);
+StatusOr<ContainerFormat> ParseContainerFormat(const std::string& name);  // "mkv"/"matroska", "mov", "avi"
+
+struct MuxerOptions {
+  ContainerFormat format = ContainerFormat::kMatroska;
+  int width = 0;  // of the JPEG frames; required
+  int height = 0;
+  AVRational time_base{1, 1000};  // of the pts given to WriteVideo
+  AVRational frame_rate{0, 1};    // nominal rate; required for AVI, a hint elsewhere
+  // Clockwise display rotation (0, 90, 180, 270) written as a display matrix where the
+  // container holds one (MOV); Matroska and AVI in FFmpeg 5.1 cannot store it.
+  int rotation_degrees = 0;
+  // Optional audio passthrough: a stream copied from these parameters (the decoder's
+  // AudioStreamInfo), whose packets WriteAudio takes in audio_time_base.
+  const AVCodecParameters* audio = nullptr;
+  AVRational audio_time_base{0, 1};
+  int avio_buffer_bytes = 64 * 1024;  // bytes gathered before the sink is called, at most
+};
+
+class ContainerMuxer {
+ public:
+  // Receives the container's bytes in order. A non-OK return fails the write that
+  // produced them, and every later one.
+  using Sink = std::function<Status(const uint8_t* data, size_t size)>;
+
+  // Writes the container header (to the sink, possibly on the first frame's flush).
+  static StatusOr<std::unique_ptr<ContainerMuxer>> Open(const MuxerOptions& options, Sink sink);
+
+  ContainerMuxer(const ContainerMuxer&) = delete;
+  ContainerMuxer& operator=(const ContainerMuxer&) = delete;
+  ~ContainerMuxer();
+
+  // One JPEG frame with its pts in MuxerOptions::time_base (monotonic, as decoded frames
+  // come out). duration 0 lets the muxer infer it from the next frame. The bytes are
+  // copied only when audio is interleaved.
+  Status WriteVideo(const uint8_t* jpeg, size_t size, int64_t pts, int64_t duration = 0);
+  // One packet of the passthrough audio stream, timestamps in audio_time_base.
+  Status WriteAudio(const AVPacket& packet);
+  // Writes the trailer and flushes everything to the sink. Nothing may be written after.
+  Status Finish();
+
+  uint64_t bytes_written() const { return bytes_written_; }
+
+ private:
+  explicit ContainerMuxer(const MuxerOptions& options, Sink sink);
+  Status Init();
+  Status Write(AVPacket* packet, const char* call);
+  Status Failure(int err, const char* call) const;
+  static int WriteCallback(void* opaque, uint8_t* buf, int size);
+
+  const MuxerOptions options_;
+  Sink sink_;
+  Status sink_status_;
+  uint64_t bytes_written_ = 0;
+
+  AvioContextPtr avio_;  // declared first: freed after the format context
+  OutputFormatPtr format_;
+  PacketPtr packet_;
+  AVStream* video_ = nullptr;
+  AVStream* audio_ = nullptr;
+  int64_t last_video_dts_ = AV_NOPTS_VALUE;
+  bool finished_ = false;
+};
+
+}  // namespace conveyor::media

@@ -1,0 +1,40 @@
+// The gRPC server's lifecycle: binds every listen address, serves conveyor.v1.Transcoder,
+// the standard grpc.health.v1.Health (for "" and "conveyor.v1.Transcoder") and server
+// reflection, and shuts down with a deadline.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "listen_address.h"
+#include "session_manager.h"
+#include "transcoder_service.h"
+
+namespace conveyor {
+
+class RpcServer {
+ public:
+  static StatusOr<std::unique_ptr<RpcServer>> Start(const std::vector<config::ListenAddress>& listen,
+                                                    SessionManager* manager, const std::string& version);
+  ~RpcServer();
+
+  // What clients can connect to, with the ports TCP port 0 resolved to.
+  const std::vector<std::string>& endpoints() const { return endpoints_; }
+  // Health for both service names: SERVING or NOT_SERVING.
+  void SetServing(bool serving);
+  // Stops accepting calls, cancels the ones still running after `deadline_s`.
+  void Shutdown(double deadline_s);
+
+ private:
+  RpcServer(SessionManager* manager, const std::string& version);
+
+  TranscoderService service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::vector<std::string> endpoints_;
+  bool shut_down_ = false;
+};
+
+}  // namespace conveyor

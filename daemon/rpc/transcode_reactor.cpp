@@ -1,0 +1,184 @@
+// The Transcode reactor (see transcode_reactor.h).
+#include "transcode_reactor.h"
+
+#include "grpc_status.h"
+
+namespace conveyor {
+
+TranscodeReactor::TranscodeReactor(grpc::CallbackServerContext* context, SessionManager* manager)
+    : context_(context), manager_(manager) {
+  StartRead(&request_);
+}
+
+void TranscodeReactor::OnReadDone(bool ok) {
+  if (!ok) {
+    // Half-close (end of input), or the stream broke (OnCancel follows).
+    if (session_ && context_->IsCancelled()) {
+      session_->Cancel(Status(StatusCode::kCancelled, "cancelled by the client"));
+    } else if (session_) {
+      session_->EndOfInput();
+    } else {
+      Close(InvalidArgument("spec: the stream ended before a JobSpec"));
+    }
+    return;
+  }
+  if (!session_) {
+    if (!request_.has_spec()) {
+      Close(InvalidArgument("spec: the first request must carry a JobSpec"));
+      return;
+    }
+    StatusOr<std::shared_ptr<Session>> created = manager_->Create(request_.spec());
+    if (!created.ok()) {
+      Close(created.status());
+      return;
+    }
+    session_ = std::move(created).value();
+    session_->Start(this);
+    StartRead(&request_);
+    return;
+  }
+  HandleRequest();
+}
+
+void TranscodeReactor::HandleRequest() {
+  Status failure;
+  bool read_next = false;
+  {
+    std::lock_guard<std::mutex> lock(input_mu_);
+    switch (request_.message_case()) {
+      case v1::TranscodeRequest::kSpec:
+        failure = InvalidArgument("spec: sent twice; only the first request carries a JobSpec");
+        break;
+      case v1::TranscodeRequest::kContainerChunk: {
+        const std::string& data = request_.container_chunk();
+        pending_bytes_.assign(data.begin(), data.end());
+        break;
+      }
+      case v1::TranscodeRequest::kFrameChunk:
+        pending_frame_ = std::move(*request_.mutable_frame_chunk());
+        break;
+      default:
+        failure = InvalidArgument("message: empty request");
+        break;
+    }
+    if (failure.ok()) {
+      StatusOr<bool> taken = PushPendingLocked();
+      if (!taken.ok()) {
+        failure = taken.status();
+      } else if (*taken) {
+        read_next = true;
+      } else {
+        paused_ = true;
+      }
+    }
+  }
+  // Outside input_mu_: cancelling the session wakes ResumeReading, which takes it.
+  if (!failure.ok()) {
+    FailSession(failure);
+  } else if (read_next) {
+    StartRead(&request_);
+  }
+}
+
+StatusOr<bool> TranscodeReactor::PushPendingLocked() {
+  StatusOr<bool> taken = pending_frame_ ? session_->TryPushFrameChunk(*pending_frame_)
+                                        : session_->TryPushContainerBytes(pending_bytes_);
+  if (taken.ok() && *taken) {
+    pending_frame_.reset();
+    pending_bytes_.clear();
+  }
+  return taken;
+}
+
+void TranscodeReactor::ResumeReading() {
+  Status failure;
+  bool read_next = false;
+  {
+    std::lock_guard<std::mutex> lock(input_mu_);
+    if (!paused_) return;
+    StatusOr<bool> taken = PushPendingLocked();
+    if (!taken.ok()) {
+      failure = taken.status();
+      paused_ = false;
+    } else if (*taken) {
+      paused_ = false;
+      read_next = true;
+    }
+  }
+  if (!failure.ok()) {
+    FailSession(failure);
+  } else if (read_next) {
+    StartRead(&request_);
+  }
+}
+
+void TranscodeReactor::FailSession(const Status& status) { session_->Cancel(status); }
+
+void TranscodeReactor::Send(v1::TranscodeResponse response) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (finished_ || close_status_) return;
+  outbox_.push_back(std::move(response));
+  MaybeWriteLocked();
+}
+
+void TranscodeReactor::Close(Status status) {
+  // What was sent before the end is still written, then the status. A client that has
+  // stopped reading is let go by the session reaper (Abort) after the idle timeout.
+  std::lock_guard<std::mutex> lock(mu_);
+  if (finished_ || close_status_) return;
+  close_status_ = std::move(status);
+  MaybeWriteLocked();
+}
+
+void TranscodeReactor::Abort() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!finished_) context_->TryCancel();
+}
+
+void TranscodeReactor::MaybeWriteLocked() {
+  if (finished_ || write_in_flight_) return;
+  if (!outbox_.empty()) {
+    writing_ = std::move(outbox_.front());
+    outbox_.pop_front();
+    write_in_flight_ = true;
+    StartWrite(&writing_);
+    return;
+  }
+  if (close_status_) {
+    finished_ = true;
+    Finish(ToGrpcStatus(*close_status_));
+  }
+}
+
+void TranscodeReactor::OnWriteDone(bool ok) {
+  const size_t payload = PayloadBytes(writing_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    write_in_flight_ = false;
+    if (!ok) {
+      // The stream is broken; OnCancel tells the session. Finish still has to be called.
+      outbox_.clear();
+      if (!close_status_) close_status_ = Status(StatusCode::kCancelled, "client went away");
+    }
+    MaybeWriteLocked();
+  }
+  if (ok && session_) session_->OnSent(payload);
+}
+
+void TranscodeReactor::OnCancel() {
+  if (session_) {
+    session_->Cancel(Status(StatusCode::kCancelled, "cancelled by the client"));
+  } else {
+    Close(Status(StatusCode::kCancelled, "cancelled by the client"));
+  }
+}
+
+void TranscodeReactor::OnDone() {
+  if (session_) {
+    session_->DetachSink();
+    manager_->Remove(session_->id());
+  }
+  delete this;
+}
+
+}  // namespace conveyor

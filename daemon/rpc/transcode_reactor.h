@@ -1,0 +1,62 @@
+// The Transcode stream's reactor (gRPC callback API): reads requests into the session
+// only while the session has room, so gRPC flow control pushes back on a fast client;
+// writes the session's responses one at a time, chaining the next from OnWriteDone. No
+// callback blocks.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "conveyor/v1/transcoder.grpc.pb.h"
+#include "session_manager.h"
+
+namespace conveyor {
+
+class TranscodeReactor final : public grpc::ServerBidiReactor<v1::TranscodeRequest, v1::TranscodeResponse>,
+                               public SessionSink {
+ public:
+  TranscodeReactor(grpc::CallbackServerContext* context, SessionManager* manager);
+
+  // grpc::ServerBidiReactor
+  void OnReadDone(bool ok) override;
+  void OnWriteDone(bool ok) override;
+  void OnCancel() override;
+  void OnDone() override;
+
+  // SessionSink (called by the session's threads)
+  void Send(v1::TranscodeResponse response) override;
+  void Close(Status status) override;
+  void ResumeReading() override;
+  void Abort() override;
+
+ private:
+  void HandleRequest();                  // the request just read, with a session
+  StatusOr<bool> PushPendingLocked();    // offers the pending input; true once taken
+  void FailSession(const Status& status);
+  void MaybeWriteLocked();
+
+  grpc::CallbackServerContext* const context_;
+  SessionManager* const manager_;
+  std::shared_ptr<Session> session_;
+
+  v1::TranscodeRequest request_;         // the read buffer
+  // Input the session refused for lack of room, retried on ResumeReading().
+  std::mutex input_mu_;
+  bool paused_ = false;
+  std::vector<uint8_t> pending_bytes_;
+  std::optional<v1::RawFrameChunk> pending_frame_;
+
+  std::mutex mu_;                        // the write side
+  std::deque<v1::TranscodeResponse> outbox_;
+  v1::TranscodeResponse writing_;
+  bool write_in_flight_ = false;
+  std::optional<Status> close_status_;
+  bool finished_ = false;
+};
+
+}  // namespace conveyor

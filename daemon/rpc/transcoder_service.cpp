@@ -1,0 +1,78 @@
+// The Transcoder service's handlers (see transcoder_service.h).
+#include "transcoder_service.h"
+
+#include "grpc_status.h"
+#include "transcode_reactor.h"
+
+namespace conveyor {
+
+grpc::ServerBidiReactor<v1::TranscodeRequest, v1::TranscodeResponse>* TranscoderService::Transcode(
+    grpc::CallbackServerContext* context) {
+  return new TranscodeReactor(context, manager_);
+}
+
+grpc::ServerUnaryReactor* TranscoderService::GetServerStatus(grpc::CallbackServerContext* context,
+                                                             const v1::GetServerStatusRequest*,
+                                                             v1::ServerStatus* response) {
+  response->set_version(version_);
+  Scheduler& scheduler = manager_->scheduler();
+  for (int i = 0; i < scheduler.num_workers(); ++i) {
+    const WorkerSlot& w = scheduler.worker(i);
+    const WorkerStats st = w.worker->Stats();
+    const Scheduler::WorkerLoad load = scheduler.Load(i);
+    v1::WorkerStatus* out = response->add_workers();
+    out->set_name(w.worker->Describe());
+    out->set_backend(w.backend);
+    out->set_device(w.device);
+    out->set_device_memory_bytes(w.device_memory_bytes);
+    out->set_device_memory_used_bytes(st.device_bytes);
+    out->set_pinned_bytes(st.pinned_bytes);
+    out->set_sessions(load.lanes);
+    out->set_queue_depth(load.queued + st.in_flight);
+    out->set_frames_done(st.frames_done);
+    out->set_frames_failed(st.frames_failed);
+    out->set_restarts(st.restarts);
+  }
+  response->set_sessions_active(manager_->active());
+  response->set_max_sessions(manager_->max_sessions());
+  response->set_draining(manager_->draining());
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* TranscoderService::ListSessions(grpc::CallbackServerContext* context,
+                                                          const v1::ListSessionsRequest*,
+                                                          v1::ListSessionsResponse* response) {
+  for (const auto& s : manager_->List()) {
+    v1::SessionInfo* info = response->add_sessions();
+    info->set_session_id(s->id());
+    info->set_client_label(s->label());
+    info->set_worker(s->worker_name());
+    const auto since_epoch = s->started_at().time_since_epoch();
+    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(since_epoch);
+    info->mutable_started_at()->set_seconds(seconds.count());
+    info->mutable_started_at()->set_nanos(
+        static_cast<int32_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(since_epoch - seconds).count()));
+    info->set_frames_in(s->frames_in());
+    info->set_frames_out(s->frames_out());
+    info->set_queue_depth(s->queue_depth());
+  }
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* TranscoderService::CancelSession(grpc::CallbackServerContext* context,
+                                                           const v1::CancelSessionRequest* request,
+                                                           v1::CancelSessionResponse*) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (request->session_id().empty()) {
+    reactor->Finish(ToGrpcStatus(InvalidArgument("session_id: required")));
+  } else {
+    reactor->Finish(ToGrpcStatus(manager_->Cancel(request->session_id())));
+  }
+  return reactor;
+}
+
+}  // namespace conveyor

@@ -1,0 +1,33 @@
+// conveyor.v1.Transcoder on the gRPC callback API: Transcode streams get a
+// TranscodeReactor each; the introspection calls answer from the session manager and
+// the scheduler's workers.
+#pragma once
+
+#include <string>
+
+#include "conveyor/v1/transcoder.grpc.pb.h"
+#include "session_manager.h"
+
+namespace conveyor {
+
+class TranscoderService final : public v1::Transcoder::CallbackService {
+ public:
+  TranscoderService(SessionManager* manager, std::string version) : manager_(manager), version_(std::move(version)) {}
+
+  grpc::ServerBidiReactor<v1::TranscodeRequest, v1::TranscodeResponse>* Transcode(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* GetServerStatus(grpc::CallbackServerContext* context,
+                                            const v1::GetServerStatusRequest* request,
+                                            v1::ServerStatus* response) override;
+  grpc::ServerUnaryReactor* ListSessions(grpc::CallbackServerContext* context, const v1::ListSessionsRequest* request,
+                                         v1::ListSessionsResponse* response) override;
+  grpc::ServerUnaryReactor* CancelSession(grpc::CallbackServerContext* context,
+                                          const v1::CancelSessionRequest* request,
+                                          v1::CancelSessionResponse* response) override;
+
+ private:
+  SessionManager* const manager_;
+  const std::string version_;
+};
+
+}  // namespace conveyor

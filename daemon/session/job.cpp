@@ -1,0 +1,167 @@
+// JobSpec validation (see job.h).
+#include "job.h"
+
+#include <cmath>
+
+namespace conveyor {
+namespace {
+
+StatusOr<PixelFormat> FromProto(v1::PixelFormat f) {
+  switch (f) {
+    case v1::PIXEL_FORMAT_YUV420P: return PixelFormat::kYuv420p;
+    case v1::PIXEL_FORMAT_YUVJ420P: return PixelFormat::kYuvj420p;
+    case v1::PIXEL_FORMAT_NV12: return PixelFormat::kNv12;
+    case v1::PIXEL_FORMAT_YUV422P: return PixelFormat::kYuv422p;
+    case v1::PIXEL_FORMAT_YUV444P: return PixelFormat::kYuv444p;
+    case v1::PIXEL_FORMAT_RGB24: return PixelFormat::kRgb24;
+    case v1::PIXEL_FORMAT_BGR24: return PixelFormat::kBgr24;
+    case v1::PIXEL_FORMAT_RGBA: return PixelFormat::kRgba;
+    case v1::PIXEL_FORMAT_BGRA: return PixelFormat::kBgra;
+    default: return InvalidArgument("spec.raw.pixel_format: unspecified or unknown (" + std::to_string(f) + ")");
+  }
+}
+
+StatusOr<Subsampling> FromProto(v1::Subsampling s, const std::string& field) {
+  switch (s) {
+    case v1::SUBSAMPLING_UNSPECIFIED:
+    case v1::SUBSAMPLING_420: return Subsampling::k420;
+    case v1::SUBSAMPLING_422: return Subsampling::k422;
+    case v1::SUBSAMPLING_444: return Subsampling::k444;
+    default: return InvalidArgument(field + ": unknown value " + std::to_string(s));
+  }
+}
+
+Status CheckSize(int w, int h, const JobLimits& limits, const std::string& field) {
+  if (w < 1 || h < 1 || w > limits.max_width || h > limits.max_height) {
+    return InvalidArgument(field + ": " + std::to_string(w) + "x" + std::to_string(h) + " is outside 1x1.." +
+                           std::to_string(limits.max_width) + "x" + std::to_string(limits.max_height));
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<Job> ParseJobSpec(const v1::JobSpec& spec, const JobLimits& limits) {
+  Job job;
+  switch (spec.input_case()) {
+    case v1::JobSpec::kContainer:
+      job.container_input = true;
+      job.format_hint = spec.container().format_hint();
+      break;
+    case v1::JobSpec::kRaw: {
+      const v1::RawInput& raw = spec.raw();
+      job.container_input = false;
+      ASSIGN_OR_RETURN(job.raw_format, FromProto(raw.pixel_format()));
+      if (raw.width() > static_cast<uint32_t>(kMaxDimension) || raw.height() > static_cast<uint32_t>(kMaxDimension)) {
+        return InvalidArgument("spec.raw.width/height: larger than " + std::to_string(kMaxDimension));
+      }
+      job.raw_width = static_cast<int>(raw.width());
+      job.raw_height = static_cast<int>(raw.height());
+      RETURN_IF_ERROR(CheckSize(job.raw_width, job.raw_height, limits, "spec.raw.width/height"));
+      if (raw.has_frame_rate()) {
+        if (raw.frame_rate().num() <= 0 || raw.frame_rate().den() <= 0) {
+          return InvalidArgument("spec.raw.frame_rate: num and den must be positive");
+        }
+        const double fps = static_cast<double>(raw.frame_rate().num()) / raw.frame_rate().den();
+        if (fps > limits.max_frame_rate) {
+          return InvalidArgument("spec.raw.frame_rate: " + std::to_string(fps) + " fps is above the limit of " +
+                                 std::to_string(limits.max_frame_rate));
+        }
+        job.frame_rate_num = raw.frame_rate().num();
+        job.frame_rate_den = raw.frame_rate().den();
+      } else {
+        job.frame_rate_num = 25;
+      }
+      switch (raw.color_matrix()) {
+        case v1::COLOR_MATRIX_UNSPECIFIED:
+        case v1::COLOR_MATRIX_BT601: job.raw_matrix = ColorMatrix::kBt601; break;
+        case v1::COLOR_MATRIX_BT709: job.raw_matrix = ColorMatrix::kBt709; break;
+        case v1::COLOR_MATRIX_BT2020: job.raw_matrix = ColorMatrix::kBt2020; break;
+        default: return InvalidArgument("spec.raw.color_matrix: unknown value");
+      }
+      switch (raw.color_range()) {
+        case v1::COLOR_RANGE_UNSPECIFIED:
+        case v1::COLOR_RANGE_LIMITED: job.raw_range = ColorRange::kLimited; break;
+        case v1::COLOR_RANGE_FULL: job.raw_range = ColorRange::kFull; break;
+        default: return InvalidArgument("spec.raw.color_range: unknown value");
+      }
+      break;
+    }
+    default:
+      return InvalidArgument("spec.input: set container or raw");
+  }
+
+  if (spec.renditions_size() == 0) return InvalidArgument("spec.renditions: at least one is required");
+  if (spec.renditions_size() > 8) return InvalidArgument("spec.renditions: at most 8");
+  for (int i = 0; i < spec.renditions_size(); ++i) {
+    const v1::RenditionSpec& r = spec.renditions(i);
+    const std::string field = "spec.renditions[" + std::to_string(i) + "]";
+    RequestedRendition out;
+    out.name = r.name().empty() ? std::to_string(i) : r.name();
+    if (out.name.size() > 64) return InvalidArgument(field + ".name: longer than 64 bytes");
+    if (r.width() > static_cast<uint32_t>(limits.max_width) || r.height() > static_cast<uint32_t>(limits.max_height)) {
+      return InvalidArgument(field + ": " + std::to_string(r.width()) + "x" + std::to_string(r.height()) +
+                             " is above the limit of " + std::to_string(limits.max_width) + "x" +
+                             std::to_string(limits.max_height));
+    }
+    out.width = static_cast<int>(r.width());
+    out.height = static_cast<int>(r.height());
+    if (r.quality() > 100) return InvalidArgument(field + ".quality: " + std::to_string(r.quality()) + " is not in 1..100");
+    out.params.quality = r.quality() == 0 ? 85 : static_cast<int>(r.quality());
+    ASSIGN_OR_RETURN(out.params.subsampling, FromProto(r.subsampling(), field + ".subsampling"));
+    if (r.has_restart_interval()) {
+      if (r.restart_interval() > static_cast<uint32_t>(kMaxRestartInterval)) {
+        return InvalidArgument(field + ".restart_interval: above " + std::to_string(kMaxRestartInterval));
+      }
+      out.params.restart_interval = static_cast<int>(r.restart_interval());
+    }
+    job.renditions.push_back(std::move(out));
+  }
+
+  if (spec.has_output() && spec.output().has_container()) {
+    job.container_output = true;
+    switch (spec.output().container().format()) {
+      case v1::CONTAINER_FORMAT_UNSPECIFIED:
+      case v1::CONTAINER_FORMAT_MATROSKA: job.container = media::ContainerFormat::kMatroska; break;
+      case v1::CONTAINER_FORMAT_MOV: job.container = media::ContainerFormat::kMov; break;
+      case v1::CONTAINER_FORMAT_AVI: job.container = media::ContainerFormat::kAvi; break;
+      default: return InvalidArgument("spec.output.container.format: unknown value");
+    }
+  }
+  job.audio = spec.audio_passthrough();
+  if (job.audio && !job.container_input) return InvalidArgument("spec.audio_passthrough: needs container input");
+  if (job.audio && !job.container_output) return InvalidArgument("spec.audio_passthrough: needs container output");
+  if (spec.client_label().size() > 128) return InvalidArgument("spec.client_label: longer than 128 bytes");
+  job.label = spec.client_label();
+  return job;
+}
+
+StatusOr<std::vector<Rendition>> ResolveRenditions(const Job& job, int source_width, int source_height,
+                                                   const JobLimits& limits) {
+  RETURN_IF_ERROR(CheckSize(source_width, source_height, limits, "input video size"));
+  std::vector<Rendition> out;
+  for (size_t i = 0; i < job.renditions.size(); ++i) {
+    const RequestedRendition& r = job.renditions[i];
+    int w = r.width, h = r.height;
+    if (w == 0 && h == 0) {
+      w = source_width;
+      h = source_height;
+    } else if (h == 0) {
+      h = std::max(2, static_cast<int>(std::lround(static_cast<double>(w) * source_height / source_width / 2)) * 2);
+    } else if (w == 0) {
+      w = std::max(2, static_cast<int>(std::lround(static_cast<double>(h) * source_width / source_height / 2)) * 2);
+    }
+    RETURN_IF_ERROR(CheckSize(w, h, limits, "spec.renditions[" + std::to_string(i) + "] resolved size"));
+    Rendition rendition;
+    // 0x0 asks the worker for the source size itself (no scaling stage).
+    if (w != source_width || h != source_height) {
+      rendition.width = w;
+      rendition.height = h;
+    }
+    rendition.params = r.params;
+    out.push_back(rendition);
+  }
+  return out;
+}
+
+}  // namespace conveyor

@@ -1,0 +1,56 @@
+// A validated Transcode job: what the first request of a stream asked for, in the
+// engine's and the media layer's terms. Built from the proto by ParseJobSpec, which names
+// the offending field in every INVALID_ARGUMENT.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "conveyor/v1/transcoder.pb.h"
+#include "frame.h"
+#include "muxer.h"
+#include "status.h"
+#include "worker.h"
+
+namespace conveyor {
+
+struct JobLimits {
+  int max_width = 3840;
+  int max_height = 2160;
+  double max_frame_rate = 240;
+};
+
+struct RequestedRendition {
+  std::string name;
+  int width = 0, height = 0;  // as asked; 0 means "from the source" (see the proto)
+  EncodeParams params;
+};
+
+struct Job {
+  bool container_input = true;
+  std::string format_hint;
+  // Raw input only.
+  PixelFormat raw_format = PixelFormat::kYuv420p;
+  int raw_width = 0, raw_height = 0;
+  int frame_rate_num = 0, frame_rate_den = 1;
+  ColorMatrix raw_matrix = ColorMatrix::kBt601;
+  ColorRange raw_range = ColorRange::kLimited;
+
+  std::vector<RequestedRendition> renditions;
+  bool container_output = false;
+  media::ContainerFormat container = media::ContainerFormat::kMatroska;
+  bool audio = false;
+  std::string label;
+
+  size_t RawFrameBytes() const { return PackedFrameSize(raw_format, raw_width, raw_height); }
+};
+
+StatusOr<Job> ParseJobSpec(const v1::JobSpec& spec, const JobLimits& limits);
+
+// The renditions' output sizes for a source of this size: 0x0 is the source, one side 0
+// keeps the aspect ratio (rounded to even). INVALID_ARGUMENT past the limits.
+StatusOr<std::vector<Rendition>> ResolveRenditions(const Job& job, int source_width, int source_height,
+                                                   const JobLimits& limits);
+
+}  // namespace conveyor

@@ -1,0 +1,451 @@
+// A Transcode stream's pipeline (see session.h).
+#include "session.h"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "demux_decoder.h"
+#include "frame_convert.h"
+
+extern "C" {
+#include <libavutil/frame.h>
+}
+
+namespace conveyor {
+namespace {
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Decoder and demuxer failures are the client's data, except a cancel.
+Status AsInputError(const Status& s) {
+  if (s.code() == StatusCode::kCancelled || s.code() == StatusCode::kFailedPrecondition ||
+      s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kResourceExhausted) {
+    return s.WithContext("input");
+  }
+  return Status(StatusCode::kInvalidArgument, "input: " + s.message());
+}
+
+}  // namespace
+
+Session::Session(std::string id, Job job, SessionOptions options, std::shared_ptr<Lane> lane,
+                 std::string worker_name, std::string backend)
+    : id_(std::move(id)),
+      job_(std::move(job)),
+      options_(options),
+      lane_(std::move(lane)),
+      worker_name_(std::move(worker_name)),
+      backend_(std::move(backend)),
+      bytes_(options.input_bytes, [this] {
+        std::lock_guard<std::recursive_mutex> lock(sink_mu_);
+        if (sink_ != nullptr && !closed_) sink_->ResumeReading();
+      }) {
+  Touch();
+}
+
+Session::~Session() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void Session::Start(SessionSink* sink) {
+  {
+    std::lock_guard<std::recursive_mutex> lock(sink_mu_);
+    sink_ = sink;
+  }
+  // The thread holds the session alive until the pipeline has ended.
+  thread_ = std::thread([self = shared_from_this()] { self->Run(); });
+  thread_.detach();
+}
+
+void Session::DetachSink() {
+  std::lock_guard<std::recursive_mutex> lock(sink_mu_);
+  sink_ = nullptr;
+}
+
+void Session::AbortStream() {
+  std::lock_guard<std::recursive_mutex> lock(sink_mu_);
+  if (sink_ != nullptr) sink_->Abort();
+}
+
+void Session::Touch() { last_activity_ns_.store(NowNs()); }
+
+double Session::IdleSeconds() const { return (NowNs() - last_activity_ns_.load()) / 1e9; }
+
+StatusOr<bool> Session::TryPushContainerBytes(std::vector<uint8_t>& chunk) {
+  if (!job_.container_input) return InvalidArgument("container_chunk: this job's input is raw frames");
+  if (bytes_in_.load() + chunk.size() > options_.max_input_bytes) {
+    return ResourceExhausted("input exceeds max_session_bytes (" + std::to_string(options_.max_input_bytes) + ")");
+  }
+  const size_t n = chunk.size();
+  if (!bytes_.TryPush(chunk)) return false;
+  bytes_in_ += n;
+  Touch();
+  return true;
+}
+
+StatusOr<bool> Session::TryPushFrameChunk(const v1::RawFrameChunk& chunk) {
+  if (job_.container_input) return InvalidArgument("frame_chunk: this job's input is a container");
+  const size_t expected = job_.RawFrameBytes();
+  const std::string frame = "frame_chunk (frame " + std::to_string(frames_in_.load() + raw_frames_.size()) + ")";
+  std::lock_guard<std::mutex> lock(raw_mu_);
+  if (input_ended_) return InvalidArgument(frame + ": after end of input");
+  if (!assembling_) {
+    if (raw_frames_.size() >= static_cast<size_t>(options_.queue_frames)) {
+      raw_refused_ = true;
+      return false;
+    }
+    assembling_ = std::make_shared<std::vector<uint8_t>>();
+    assembling_->reserve(expected);
+    assembling_pts_ = chunk.pts();
+  }
+  if (assembling_->size() + chunk.data().size() > expected) {
+    return InvalidArgument(frame + ": more than the " + std::to_string(expected) + " bytes of a " +
+                           std::to_string(job_.raw_width) + "x" + std::to_string(job_.raw_height) + " " +
+                           PixelFormatName(job_.raw_format) + " frame");
+  }
+  if (bytes_in_.load() + chunk.data().size() > options_.max_input_bytes) {
+    return ResourceExhausted("input exceeds max_session_bytes (" + std::to_string(options_.max_input_bytes) + ")");
+  }
+  assembling_->insert(assembling_->end(), chunk.data().begin(), chunk.data().end());
+  bytes_in_ += chunk.data().size();
+  Touch();
+  if (chunk.end_of_frame()) {
+    if (assembling_->size() != expected) {
+      return InvalidArgument(frame + ": " + std::to_string(assembling_->size()) + " bytes, but a " +
+                             std::to_string(job_.raw_width) + "x" + std::to_string(job_.raw_height) + " " +
+                             PixelFormatName(job_.raw_format) + " frame has " + std::to_string(expected));
+    }
+    raw_frames_.push_back({std::move(assembling_), assembling_pts_});
+    assembling_.reset();
+    raw_cv_.notify_all();
+  }
+  return true;
+}
+
+void Session::EndOfInput() {
+  bytes_.Close();
+  std::lock_guard<std::mutex> lock(raw_mu_);
+  input_ended_ = true;
+  raw_cv_.notify_all();
+}
+
+void Session::Cancel(Status status) { Fail(std::move(status)); }
+
+void Session::Fail(Status status) {
+  spdlog::debug("session {}: stopping: {}", id_, status.ToString());
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    if (failure_.ok()) failure_ = std::move(status);
+    cancelled_ = true;
+  }
+  state_cv_.notify_all();
+  lane_->Cancel();
+  bytes_.Cancel();
+  {
+    std::lock_guard<std::mutex> lock(raw_mu_);
+    raw_cv_.notify_all();
+  }
+}
+
+void Session::OnSent(size_t bytes) {
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    unsent_bytes_ -= std::min(bytes, unsent_bytes_);
+  }
+  state_cv_.notify_all();
+  Touch();
+}
+
+void Session::Send(v1::TranscodeResponse response) {
+  const size_t payload_bytes = PayloadBytes(response);
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    unsent_bytes_ += payload_bytes;
+  }
+  std::lock_guard<std::recursive_mutex> lock(sink_mu_);
+  if (sink_ != nullptr && !closed_) {
+    sink_->Send(std::move(response));
+    return;
+  }
+  std::lock_guard<std::mutex> state_lock(state_mu_);
+  unsent_bytes_ -= std::min(payload_bytes, unsent_bytes_);
+}
+
+void Session::Run() {
+  Status s = job_.container_input ? RunContainer() : RunRaw();
+  if (s.ok()) s = WaitForAllFrames();
+  if (s.ok() && !muxers_.empty()) {
+    std::lock_guard<std::mutex> lock(mux_mu_);
+    for (auto& m : muxers_) {
+      s = m->Finish();
+      if (!s.ok()) break;
+    }
+  }
+  if (s.ok()) {
+    v1::TranscodeResponse r;
+    v1::Summary* summary = r.mutable_summary();
+    summary->set_frames_in(frames_in_.load());
+    summary->set_frames_out(frames_out_.load());
+    summary->set_bytes_in(bytes_in_.load());
+    summary->set_bytes_out(bytes_out_.load());
+    summary->set_wall_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
+    // Summed over frames; the stages of different frames overlap in time.
+    const std::pair<const char*, double> stages[] = {
+        {"decode", decode_seconds_}, {"queue", queue_seconds_}, {"encode", encode_seconds_}};
+    for (const auto& [name, seconds] : stages) {
+      v1::StageSeconds* stage = summary->add_stages();
+      stage->set_stage(name);
+      stage->set_seconds(seconds);
+    }
+    Send(std::move(r));
+  } else {
+    Fail(s);
+    std::lock_guard<std::mutex> lock(state_mu_);
+    s = failure_;  // the first failure explains the session's end
+  }
+  if (s.ok()) {
+    spdlog::info("session {}: done, {} frames in, {} out", id_, frames_in_.load(), frames_out_.load());
+  } else {
+    spdlog::info("session {}: ended: {} ({} frames in, {} out)", id_, s.ToString(), frames_in_.load(),
+                 frames_out_.load());
+  }
+  Touch();  // the reaper's clock for a client that does not read the end restarts here
+  {
+    std::lock_guard<std::recursive_mutex> lock(sink_mu_);
+    if (sink_ != nullptr && !closed_) sink_->Close(s);
+    closed_ = true;
+  }
+  finished_.store(true);
+}
+
+Status Session::BeginOutput(int width, int height, int rate_num, int rate_den, int tb_num, int tb_den,
+                            const std::string& codec, int rotation, const AVCodecParameters* audio,
+                            AVRational audio_time_base) {
+  ASSIGN_OR_RETURN(renditions_, ResolveRenditions(job_, width, height, options_.limits));
+  v1::TranscodeResponse r;
+  v1::Started* started = r.mutable_started();
+  started->set_session_id(id_);
+  started->set_worker(worker_name_);
+  started->set_backend(backend_);
+  started->mutable_time_base()->set_num(tb_num);
+  started->mutable_time_base()->set_den(tb_den);
+  started->set_source_width(width);
+  started->set_source_height(height);
+  started->set_source_codec(codec);
+  started->set_rotation_degrees(rotation);
+  Send(std::move(r));
+  if (!job_.container_output) return OkStatus();
+  for (size_t i = 0; i < renditions_.size(); ++i) {
+    media::MuxerOptions mo;
+    mo.format = job_.container;
+    mo.width = renditions_[i].width == 0 ? width : renditions_[i].width;
+    mo.height = renditions_[i].height == 0 ? height : renditions_[i].height;
+    mo.time_base = AVRational{tb_num, tb_den};
+    mo.frame_rate = AVRational{rate_num, rate_den};
+    mo.rotation_degrees = rotation;
+    mo.audio = audio;
+    mo.audio_time_base = audio_time_base;
+    const uint32_t index = static_cast<uint32_t>(i);
+    auto sink = [this, index](const uint8_t* data, size_t size) -> Status {
+      v1::TranscodeResponse chunk;
+      chunk.mutable_container_chunk()->set_rendition(index);
+      chunk.mutable_container_chunk()->set_data(data, size);
+      bytes_out_ += size;
+      Send(std::move(chunk));
+      return OkStatus();
+    };
+    ASSIGN_OR_RETURN(std::unique_ptr<media::ContainerMuxer> m, media::ContainerMuxer::Open(mo, sink));
+    muxers_.push_back(std::move(m));
+  }
+  return OkStatus();
+}
+
+Status Session::RunContainer() {
+  media::DecoderOptions o;
+  o.format = job_.format_hint;
+  o.threads = options_.decode_threads;
+  o.audio = job_.audio;
+  StatusOr<std::unique_ptr<media::ContainerDecoder>> opened = media::ContainerDecoder::Open(&bytes_, o);
+  if (!opened.ok()) return AsInputError(opened.status());
+  std::unique_ptr<media::ContainerDecoder> decoder = std::move(opened).value();
+  const media::VideoStreamInfo& v = decoder->video();
+  const media::AudioStreamInfo* audio = decoder->audio();
+  if (job_.audio && audio == nullptr) return InvalidArgument("spec.audio_passthrough: the input has no audio stream");
+  if (v.frame_rate.num > 0 && v.frame_rate.den > 0 &&
+      static_cast<double>(v.frame_rate.num) / v.frame_rate.den > options_.limits.max_frame_rate) {
+    return InvalidArgument("input: frame rate " + std::to_string(v.frame_rate.num) + "/" +
+                           std::to_string(v.frame_rate.den) + " is above the limit");
+  }
+  RETURN_IF_ERROR(BeginOutput(v.width, v.height, v.frame_rate.num, v.frame_rate.den > 0 ? v.frame_rate.den : 1,
+                              v.time_base.num, v.time_base.den, v.codec, v.rotation_degrees,
+                              audio ? audio->codecpar : nullptr, audio ? audio->time_base : AVRational{0, 1}));
+  if (audio != nullptr) {
+    decoder->SetAudioSink([this](const AVPacket& packet) -> Status {
+      std::lock_guard<std::mutex> lock(mux_mu_);
+      for (auto& m : muxers_) RETURN_IF_ERROR(m->WriteAudio(packet));
+      return OkStatus();
+    });
+  }
+  media::FrameConverter converter;
+  media::DecodedFrame f;
+  for (;;) {
+    const auto decode_start = std::chrono::steady_clock::now();
+    StatusOr<bool> more = decoder->Next(&f);
+    decode_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - decode_start).count();
+    if (!more.ok()) return AsInputError(more.status());
+    if (!*more) return OkStatus();
+    if (f.width != v.width || f.height != v.height) {
+      return InvalidArgument("input: frame " + std::to_string(f.number) + " is " + std::to_string(f.width) + "x" +
+                             std::to_string(f.height) + ", the stream started at " + std::to_string(v.width) + "x" +
+                             std::to_string(v.height) + " (size changes are not supported)");
+    }
+    frames_in_++;
+    std::shared_ptr<void> keepalive;
+    StatusOr<media::ConvertedFrame> converted = Status();
+    if (media::PassThroughFormat(f.format)) {
+      std::shared_ptr<AVFrame> ref(av_frame_clone(f.frame.get()), [](AVFrame* p) { av_frame_free(&p); });
+      if (!ref) return ResourceExhausted("av_frame_clone: out of memory");
+      converted = converter.Convert(*ref);
+      keepalive = ref;
+    } else {
+      ASSIGN_OR_RETURN(PixelFormat target, media::EncoderFormatFor(f.format));
+      auto buffer = std::make_shared<std::vector<uint8_t>>(PackedFrameSize(target, f.width, f.height));
+      converted = converter.Convert(*f.frame, buffer->data(), buffer->size());
+      keepalive = buffer;
+    }
+    if (!converted.ok()) return AsInputError(converted.status());
+    const int64_t pts = f.pts == AV_NOPTS_VALUE ? f.number : f.pts;
+    RETURN_IF_ERROR(SubmitFrame(converted->view, pts, std::move(keepalive)));
+  }
+}
+
+Status Session::RunRaw() {
+  RETURN_IF_ERROR(BeginOutput(job_.raw_width, job_.raw_height, job_.frame_rate_num, job_.frame_rate_den,
+                              job_.frame_rate_den, job_.frame_rate_num, "rawvideo", 0, nullptr, AVRational{0, 1}));
+  for (;;) {
+    RawFrame frame;
+    bool resume = false;
+    {
+      std::unique_lock<std::mutex> lock(raw_mu_);
+      raw_cv_.wait(lock, [&] {
+        std::lock_guard<std::mutex> state_lock(state_mu_);
+        return cancelled_ || input_ended_ || !raw_frames_.empty();
+      });
+      if (raw_frames_.empty()) {
+        std::lock_guard<std::mutex> state_lock(state_mu_);
+        if (cancelled_) return failure_;
+        if (assembling_) {
+          return InvalidArgument("frame_chunk (frame " + std::to_string(frames_in_.load()) +
+                                 "): input ended inside a frame, after " + std::to_string(assembling_->size()) +
+                                 " of " + std::to_string(job_.RawFrameBytes()) + " bytes");
+        }
+        return OkStatus();
+      }
+      frame = std::move(raw_frames_.front());
+      raw_frames_.pop_front();
+      resume = raw_refused_;
+      raw_refused_ = false;
+    }
+    if (resume) {
+      std::lock_guard<std::recursive_mutex> lock(sink_mu_);
+      if (sink_ != nullptr && !closed_) sink_->ResumeReading();
+    }
+    frames_in_++;
+    ASSIGN_OR_RETURN(FrameView view, MakePackedFrameView(frame.data->data(), frame.data->size(), job_.raw_width,
+                                                         job_.raw_height, job_.raw_format, job_.raw_matrix,
+                                                         job_.raw_range));
+    RETURN_IF_ERROR(SubmitFrame(view, frame.pts, frame.data));
+  }
+}
+
+Status Session::SubmitFrame(const FrameView& view, int64_t pts, std::shared_ptr<void> keepalive) {
+  {
+    std::unique_lock<std::mutex> lock(state_mu_);
+    state_cv_.wait(lock, [&] { return cancelled_ || unsent_bytes_ < options_.output_bytes; });
+    if (cancelled_) return failure_;
+    ++submitted_;
+  }
+  QueuedFrame q;
+  q.request.id = frames_in_.load();
+  q.request.frame = view;
+  q.request.renditions = renditions_;
+  q.request.on_done = [self = shared_from_this(), pts](FrameResult&& r) { self->OnFrameDone(pts, std::move(r)); };
+  q.keepalive = std::move(keepalive);
+  Status s = lane_->Submit(std::move(q));
+  if (!s.ok()) {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    --submitted_;
+    return cancelled_ ? failure_ : s;
+  }
+  return OkStatus();
+}
+
+void Session::OnFrameDone(int64_t pts, FrameResult&& result) {
+  Touch();
+  bool ok = result.status.ok();
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    ok = ok && !cancelled_;
+  }
+  if (!result.status.ok()) {
+    Fail(result.status.WithContext("frame " + std::to_string(frames_out_.load())));
+  } else if (ok) {
+    const uint64_t index = frames_out_.load();
+    for (size_t i = 0; i < result.jpeg.size() && ok; ++i) {
+      const std::vector<uint8_t>& jpeg = result.jpeg[i];
+      if (!muxers_.empty()) {
+        std::lock_guard<std::mutex> lock(mux_mu_);
+        Status s = muxers_[i]->WriteVideo(jpeg.data(), jpeg.size(), pts);
+        if (!s.ok()) {
+          Fail(s.WithContext("mux rendition " + std::to_string(i)));
+          ok = false;
+        }
+        continue;
+      }
+      size_t offset = 0;
+      do {
+        const size_t n = std::min(options_.message_bytes, jpeg.size() - offset);
+        v1::TranscodeResponse r;
+        v1::OutputPacket* p = r.mutable_packet();
+        p->set_rendition(static_cast<uint32_t>(i));
+        p->set_frame_index(index);
+        p->set_pts(pts);
+        p->set_data(jpeg.data() + offset, n);
+        offset += n;
+        p->set_end_of_frame(offset == jpeg.size());
+        Send(std::move(r));
+      } while (offset < jpeg.size());
+      bytes_out_ += jpeg.size();
+    }
+    if (ok) {
+      frames_out_++;
+      encode_seconds_ += std::chrono::duration<double>(result.times.done - result.times.started).count();
+      queue_seconds_ += std::chrono::duration<double>(result.times.started - result.times.submitted).count();
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last_progress_ >= std::chrono::seconds(1)) {
+        last_progress_ = now;
+        v1::TranscodeResponse r;
+        r.mutable_progress()->set_frames_in(frames_in_.load());
+        r.mutable_progress()->set_frames_out(frames_out_.load());
+        r.mutable_progress()->set_fps(frames_out_.load() / std::chrono::duration<double>(now - started_).count());
+        Send(std::move(r));
+      }
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    ++completed_;
+  }
+  state_cv_.notify_all();
+}
+
+Status Session::WaitForAllFrames() {
+  std::unique_lock<std::mutex> lock(state_mu_);
+  state_cv_.wait(lock, [&] { return cancelled_ || completed_ == submitted_; });
+  return failure_;
+}
+
+}  // namespace conveyor

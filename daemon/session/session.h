@@ -1,0 +1,158 @@
+// One Transcode stream's pipeline, between the rpc reactor and the scheduler:
+//   container bytes -> ByteQueue -> ContainerDecoder -> FrameConverter ┐
+//   raw frame chunks -> RawFrames queue ───────────────────────────────┴-> Lane (worker)
+//   worker on_done -> JPEG packets or ContainerMuxer chunks -> SessionSink (the reactor)
+// Input is bounded (the byte queue, the raw frame queue, the lane) and so is output
+// (the session stops submitting while too many encoded bytes wait for the client), so a
+// session holds at most queue frames x frame size plus the output bound.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "byte_queue.h"
+#include "conveyor/v1/transcoder.pb.h"
+#include "job.h"
+#include "muxer.h"
+#include "scheduler.h"
+#include "status.h"
+
+namespace conveyor {
+
+// Bytes of client data a response carries (what output backpressure counts).
+inline size_t PayloadBytes(const v1::TranscodeResponse& r) {
+  if (r.has_packet()) return r.packet().data().size();
+  if (r.has_container_chunk()) return r.container_chunk().data().size();
+  return 0;
+}
+
+// Where a session's responses go: the reactor. Calls never block.
+class SessionSink {
+ public:
+  virtual ~SessionSink() = default;
+  virtual void Send(v1::TranscodeResponse response) = 0;
+  // Ends the stream with `status` once every message sent before has been written.
+  virtual void Close(Status status) = 0;
+  // The session has room for more input again (after a refused TryPush*).
+  virtual void ResumeReading() = 0;
+  // Ends the stream now, dropping what is not written yet: for a client that stopped
+  // reading after the session had ended.
+  virtual void Abort() = 0;
+};
+
+struct SessionOptions {
+  JobLimits limits;
+  int queue_frames = 4;             // lane capacity: decoded frames waiting for the worker
+  size_t output_bytes = 64 << 20;   // encoded bytes queued for the client before pausing
+  size_t input_bytes = 16 << 20;    // container bytes buffered
+  uint64_t max_input_bytes = 64ull << 30;
+  int decode_threads = 0;
+  size_t message_bytes = 1 << 20;   // largest data field in one response
+};
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(std::string id, Job job, SessionOptions options, std::shared_ptr<Lane> lane, std::string worker_name,
+          std::string backend);
+  ~Session();
+
+  // Starts the pipeline thread; responses go to `sink` until DetachSink().
+  void Start(SessionSink* sink);
+  void DetachSink();
+
+  // Input from the reactor. False: no room now; ResumeReading() follows when there is.
+  // A non-OK status ends the session (bad data), already sent to the sink.
+  StatusOr<bool> TryPushContainerBytes(std::vector<uint8_t>& chunk);
+  StatusOr<bool> TryPushFrameChunk(const v1::RawFrameChunk& chunk);
+  void EndOfInput();
+  // Stops the session: queued frames are dropped, the stream ends with `status`.
+  void Cancel(Status status);
+
+  // Aborts the stream (SessionSink::Abort) if it is still open: the reaper calls this for
+  // a session that has ended but whose client has not read its last responses.
+  void AbortStream();
+
+  // The reactor wrote a response carrying `bytes` of payload (PayloadBytes) to the client.
+  void OnSent(size_t bytes);
+
+  const std::string& id() const { return id_; }
+  const std::string& label() const { return job_.label; }
+  const std::string& worker_name() const { return worker_name_; }
+  std::chrono::system_clock::time_point started_at() const { return started_wall_; }
+  uint64_t frames_in() const { return frames_in_.load(); }
+  uint64_t frames_out() const { return frames_out_.load(); }
+  int queue_depth() const { return lane_->queued(); }
+  bool finished() const { return finished_.load(); }
+  // Seconds since input was last accepted, output last written or a frame last finished.
+  double IdleSeconds() const;
+
+ private:
+  void Run();
+  Status RunContainer();
+  Status RunRaw();
+  Status BeginOutput(int width, int height, int rate_num, int rate_den, int tb_num, int tb_den,
+                     const std::string& codec, int rotation, const AVCodecParameters* audio,
+                     AVRational audio_time_base);
+  Status SubmitFrame(const FrameView& view, int64_t pts, std::shared_ptr<void> keepalive);
+  void OnFrameDone(int64_t pts, FrameResult&& result);
+  Status WaitForAllFrames();
+  void Send(v1::TranscodeResponse response);
+  void Touch();
+  void Fail(Status status);
+
+  const std::string id_;
+  const Job job_;
+  const SessionOptions options_;
+  const std::shared_ptr<Lane> lane_;
+  const std::string worker_name_, backend_;
+  const std::chrono::system_clock::time_point started_wall_ = std::chrono::system_clock::now();
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+
+  std::recursive_mutex sink_mu_;  // recursive: a sink call may cancel the session, which calls back
+  SessionSink* sink_ = nullptr;
+  bool closed_ = false;
+
+  // Container input.
+  media::ByteQueue bytes_;
+  // Raw input: frames assembled from chunks by the reactor.
+  struct RawFrame {
+    std::shared_ptr<std::vector<uint8_t>> data;
+    int64_t pts = 0;
+  };
+  std::mutex raw_mu_;
+  std::condition_variable raw_cv_;
+  std::deque<RawFrame> raw_frames_;
+  std::shared_ptr<std::vector<uint8_t>> assembling_;
+  int64_t assembling_pts_ = 0;
+  bool raw_refused_ = false;
+  bool input_ended_ = false;
+
+  std::vector<Rendition> renditions_;
+  std::vector<std::unique_ptr<media::ContainerMuxer>> muxers_;
+  std::mutex mux_mu_;  // muxers are written by the delivery thread (video) and Run (audio)
+
+  // Completion tracking and output backpressure.
+  std::mutex state_mu_;
+  std::condition_variable state_cv_;
+  uint64_t submitted_ = 0, completed_ = 0;
+  size_t unsent_bytes_ = 0;
+  Status failure_;
+  bool cancelled_ = false;
+
+  std::atomic<uint64_t> frames_in_{0}, frames_out_{0}, bytes_in_{0}, bytes_out_{0};
+  std::atomic<int64_t> last_activity_ns_{0};
+  std::chrono::steady_clock::time_point last_progress_ = std::chrono::steady_clock::now();
+  double encode_seconds_ = 0, queue_seconds_ = 0;  // delivery thread only
+  double decode_seconds_ = 0;                       // pipeline thread only
+  std::atomic<bool> finished_{false};
+  std::thread thread_;
+};
+
+}  // namespace conveyor

@@ -1,0 +1,387 @@
+// conveyord's options: validation, the TOML file (good, unknown keys, wrong types, out of
+// range), flags over the file, and the shipped deploy/conveyord.toml, which must be
+// exactly what RenderConfigToml(DaemonConfig{}) writes.
+#include "daemon_config.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "config_test_util.h"
+
+namespace conveyor::config {
+namespace {
+
+const std::string kDeployFile = std::string(CONVEYOR_SOURCE_DIR) + "/deploy/conveyord.toml";
+
+void ExpectError(const Status& s, StatusCode code, const std::vector<std::string>& parts) {
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), code) << s.ToString();
+  for (const std::string& p : parts) {
+    EXPECT_NE(s.message().find(p), std::string::npos) << "'" << p << "' not in: " << s.message();
+  }
+}
+
+StatusOr<CommandLine> Parse(std::vector<std::string> args, const std::string& default_path) {
+  args.insert(args.begin(), "conveyord");
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  argv.push_back(nullptr);
+  return ParseCommandLine(static_cast<int>(args.size()), argv.data(), default_path);
+}
+
+TEST(DaemonConfig, DefaultsAreValid) {
+  const DaemonConfig c;
+  EXPECT_TRUE(c.Validate().ok()) << c.Validate().ToString();
+  ASSERT_EQ(c.EffectiveListen().size(), 1u);
+  EXPECT_EQ(c.EffectiveListen()[0], DefaultListenAddress());
+  EXPECT_EQ(c.max_session_bytes, 64ull << 30);
+  EXPECT_EQ(c.session_output_bytes, 64ull << 20);
+  EXPECT_EQ(c.input_queue_bytes, 16 << 20);
+}
+
+TEST(DaemonConfig, ValidateNamesTheField) {
+  DaemonConfig c;
+  c.max_sessions = 0;
+  ExpectError(c.Validate(), StatusCode::kInvalidArgument,
+              {"limits.max_sessions", "0", "1..100000"});
+  c = DaemonConfig{};
+  c.idle_timeout_s = 0;
+  ExpectError(c.Validate(), StatusCode::kInvalidArgument, {"limits.idle_timeout_s"});
+  c = DaemonConfig{};
+  c.max_width = 20000;
+  ExpectError(c.Validate(), StatusCode::kInvalidArgument, {"limits.max_width", "20000"});
+  c = DaemonConfig{};
+  c.gpu_slots = 0;
+  ExpectError(c.Validate(), StatusCode::kInvalidArgument, {"workers.gpu_slots"});
+  c = DaemonConfig{};
+  c.cpu_threads = -1;
+  ExpectError(c.Validate(), StatusCode::kInvalidArgument, {"workers.cpu_threads"});
+  c = DaemonConfig{};
+  c.workers = "fpga";
+  ExpectError(c.Validate(), StatusCode::kInvalidArgument, {"workers.workers", "fpga"});
+  c = DaemonConfig{};
+  c.log_level = "loud";
+  ExpectError(c.Validate(), StatusCode::kInvalidArgument, {"server.log_level", "loud"});
+  c = DaemonConfig{};
+  c.metrics_listen = "unix:/tmp/m.sock";
+  ExpectError(c.Validate(), StatusCode::kInvalidArgument, {"server.metrics_listen"});
+  c.metrics_listen = "";  // off
+  EXPECT_TRUE(c.Validate().ok());
+  c = DaemonConfig{};
+  c.max_frame_rate = std::nan("");
+  ExpectError(c.Validate(), StatusCode::kInvalidArgument, {"limits.max_frame_rate"});
+}
+
+TEST(DaemonConfig, NonLoopbackTcpNeedsAllowInsecureTcp) {
+  DaemonConfig c;
+  c.listen = {*ParseListenAddress("0.0.0.0:50051")};
+  ExpectError(c.Validate(), StatusCode::kInvalidArgument, {"0.0.0.0:50051", "allow_insecure_tcp"});
+  c.allow_insecure_tcp = true;
+  EXPECT_TRUE(c.Validate().ok());
+  c.allow_insecure_tcp = false;
+  c.listen = {*ParseListenAddress("127.0.0.1:50051"), *ParseListenAddress("unix:/tmp/c.sock")};
+  EXPECT_TRUE(c.Validate().ok());
+  c.listen.push_back(c.listen[0]);
+  ExpectError(c.Validate(), StatusCode::kInvalidArgument, {"listed twice"});
+}
+
+// ---- The file ----
+
+TEST(ConfigFile, FullFile) {
+  auto c = ParseConfigToml(R"(
+[server]
+listen = ["unix:/run/conveyor/c.sock", "[::1]:50051"]
+allow_insecure_tcp = false
+metrics_listen = "0.0.0.0:9100"
+log_level = "debug"
+
+[limits]
+max_sessions = 8
+max_width = 1920
+max_height = 1080
+max_frame_rate = 60.5
+max_session_bytes = 1073741824
+idle_timeout_s = 5          # an integer is fine for seconds
+session_queue_frames = 2
+session_output_bytes = 1048576
+input_queue_bytes = 4194304
+
+[workers]
+workers = "cpu"
+gpu_slots = 2
+cpu_threads = 4
+decode_threads = 1
+drain_timeout_s = 2.5
+)",
+                           "test.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_EQ(c->listen.size(), 2u);
+  EXPECT_EQ(c->listen[0].path, "/run/conveyor/c.sock");
+  EXPECT_EQ(c->listen[1].host, "::1");
+  EXPECT_EQ(c->metrics_listen, "0.0.0.0:9100");
+  EXPECT_EQ(c->log_level, "debug");
+  EXPECT_EQ(c->max_sessions, 8);
+  EXPECT_EQ(c->max_width, 1920);
+  EXPECT_EQ(c->max_height, 1080);
+  EXPECT_EQ(c->max_frame_rate, 60.5);
+  EXPECT_EQ(c->max_session_bytes, 1ull << 30);
+  EXPECT_EQ(c->idle_timeout_s, 5.0);
+  EXPECT_EQ(c->session_queue_frames, 2);
+  EXPECT_EQ(c->session_output_bytes, 1ull << 20);
+  EXPECT_EQ(c->input_queue_bytes, 4 << 20);
+  EXPECT_EQ(c->workers, "cpu");
+  EXPECT_EQ(c->gpu_slots, 2);
+  EXPECT_EQ(c->cpu_threads, 4);
+  EXPECT_EQ(c->decode_threads, 1);
+  EXPECT_EQ(c->drain_timeout_s, 2.5);
+}
+
+TEST(ConfigFile, MissingKeysKeepDefaults) {
+  auto c = ParseConfigToml("[limits]\nmax_sessions = 3\n", "t.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  DaemonConfig expected;
+  expected.max_sessions = 3;
+  EXPECT_EQ(*c, expected);
+  auto empty = ParseConfigToml("", "empty.toml");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(*empty, DaemonConfig{});
+  auto single = ParseConfigToml("[server]\nlisten = \"localhost:7\"\n", "t.toml");
+  ASSERT_TRUE(single.ok()) << single.status().ToString();
+  EXPECT_EQ(single->listen.size(), 1u);
+}
+
+TEST(ConfigFile, UnknownKeyIsAnErrorNamingIt) {
+  ExpectError(ParseConfigToml("[limits]\nmax_sesions = 3\n", "c.toml").status(),
+              StatusCode::kInvalidArgument, {"c.toml:2:", "limits.max_sesions", "unknown key"});
+  ExpectError(ParseConfigToml("[server]\nmax_sessions = 3\n", "c.toml").status(),
+              StatusCode::kInvalidArgument,
+              {"server.max_sessions", "unknown key", "belongs in [limits]"});
+  ExpectError(ParseConfigToml("[limit]\nmax_sessions = 3\n", "c.toml").status(),
+              StatusCode::kInvalidArgument, {"limit", "unknown table"});
+  ExpectError(ParseConfigToml("log_level = \"info\"\n", "c.toml").status(),
+              StatusCode::kInvalidArgument, {"log_level", "unknown key"});
+  ExpectError(ParseConfigToml("server = 1\n", "c.toml").status(), StatusCode::kInvalidArgument,
+              {"server", "expected a table"});
+}
+
+TEST(ConfigFile, WrongTypeNamesTheKey) {
+  ExpectError(ParseConfigToml("[limits]\n\nmax_sessions = \"64\"\n", "c.toml").status(),
+              StatusCode::kInvalidArgument,
+              {"c.toml:3:", "limits.max_sessions", "expected an integer, got a string"});
+  ExpectError(ParseConfigToml("[limits]\nmax_width = 1.5\n", "c.toml").status(),
+              StatusCode::kInvalidArgument, {"limits.max_width", "got a float"});
+  ExpectError(ParseConfigToml("[server]\nallow_insecure_tcp = 1\n", "c.toml").status(),
+              StatusCode::kInvalidArgument, {"server.allow_insecure_tcp", "true or false"});
+  ExpectError(ParseConfigToml("[server]\nlisten = [1]\n", "c.toml").status(),
+              StatusCode::kInvalidArgument, {"server.listen", "array of strings"});
+  ExpectError(ParseConfigToml("[workers]\ndrain_timeout_s = \"30s\"\n", "c.toml").status(),
+              StatusCode::kInvalidArgument, {"workers.drain_timeout_s", "expected a number"});
+  ExpectError(ParseConfigToml("[limits]\nmax_session_bytes = -1\n", "c.toml").status(),
+              StatusCode::kInvalidArgument, {"limits.max_session_bytes", "negative"});
+  ExpectError(ParseConfigToml("[limits]\nmax_sessions = 99999999999\n", "c.toml").status(),
+              StatusCode::kInvalidArgument, {"limits.max_sessions", "out of range"});
+}
+
+TEST(ConfigFile, BadValuesAndSyntax) {
+  ExpectError(ParseConfigToml("[limits]\nmax_sessions = 0\n", "c.toml").status(),
+              StatusCode::kInvalidArgument, {"c.toml", "limits.max_sessions", "out of range"});
+  ExpectError(ParseConfigToml("[workers]\ngpu_slots = 65\n", "c.toml").status(),
+              StatusCode::kInvalidArgument, {"workers.gpu_slots", "65"});
+  ExpectError(ParseConfigToml("[server]\nlisten = [\"localhost\"]\n", "c.toml").status(),
+              StatusCode::kInvalidArgument, {"c.toml:2:", "server.listen", "'localhost'"});
+  ExpectError(ParseConfigToml("[server]\nlisten = [\"0.0.0.0:1\"]\n", "c.toml").status(),
+              StatusCode::kInvalidArgument, {"allow_insecure_tcp"});
+  ExpectError(ParseConfigToml("[limits\nmax_sessions = 1\n", "c.toml").status(),
+              StatusCode::kInvalidArgument, {"c.toml:1:"});
+  ExpectError(ParseConfigToml("[limits]\nmax_sessions = 1\nmax_sessions = 2\n", "c.toml").status(),
+              StatusCode::kInvalidArgument, {"c.toml:3:"});
+}
+
+TEST(ConfigFile, LoadFromDisk) {
+  TempDir tmp;
+  const std::string path = tmp.path() + "/conveyord.toml";
+  WriteWholeFile(path, "[workers]\nworkers = \"gpu\"\n");
+  auto c = LoadConfigFile(path);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->workers, "gpu");
+  ExpectError(LoadConfigFile(tmp.path() + "/missing.toml").status(), StatusCode::kNotFound,
+              {"missing.toml"});
+  WriteWholeFile(path, "[workers]\nworkers = 3\n");
+  ExpectError(LoadConfigFile(path).status(), StatusCode::kInvalidArgument,
+              {path + ":2:", "workers.workers"});
+}
+
+TEST(ConfigFile, RenderLoadsBackEqual) {
+  DaemonConfig c;
+  c.listen = {*ParseListenAddress("unix:/run/conveyor/a \"quoted\".sock"),
+              *ParseListenAddress("[::]:50051")};
+  c.allow_insecure_tcp = true;
+  c.metrics_listen = "";
+  c.log_level = "warn";
+  c.max_sessions = 7;
+  c.max_frame_rate = 29.97;
+  c.max_session_bytes = 123456789;
+  c.idle_timeout_s = 0.1;
+  c.session_output_bytes = 3ull << 20;
+  c.workers = "gpu";
+  c.drain_timeout_s = 0;
+  const std::string text = RenderConfigToml(c);
+  auto back = ParseConfigToml(text, "rendered.toml");
+  ASSERT_TRUE(back.ok()) << back.status().ToString() << "\n" << text;
+  EXPECT_EQ(*back, c) << text;
+  EXPECT_NE(text.find("# Default: 64\nmax_sessions = 7\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("session_output_bytes = 3145728  # 3 MiB"), std::string::npos) << text;
+  EXPECT_NE(RenderConfigToml(DaemonConfig{}), text);
+}
+
+TEST(ConfigFile, EqualityCoversEveryField) {
+  // Each field set away from its default makes the config differ, and survives a round
+  // trip through the file: the option table knows every field it renders.
+  DaemonConfig c;
+  const DaemonConfig d;
+  EXPECT_EQ(c, d);
+  c.decode_threads = 2;
+  EXPECT_NE(c, d);
+  c = d;
+  c.max_height = 720;
+  EXPECT_NE(c, d);
+  c = d;
+  c.input_queue_bytes = 1 << 20;
+  EXPECT_NE(c, d);
+}
+
+TEST(DeployConfig, CommittedFileIsTheRenderedDefault) {
+  const std::string rendered = RenderConfigToml(DaemonConfig{});
+  if (const char* update = std::getenv("CONVEYOR_UPDATE_DEPLOY_CONFIG"); update && *update == '1') {
+    WriteWholeFile(kDeployFile, rendered);
+  }
+  const std::string committed = ReadWholeFile(kDeployFile);
+  EXPECT_EQ(committed, rendered)
+      << kDeployFile << " differs from RenderConfigToml(DaemonConfig{}). Regenerate it with\n"
+      << "  CONVEYOR_UPDATE_DEPLOY_CONFIG=1 config_tests --gtest_filter=DeployConfig.*\n";
+}
+
+TEST(DeployConfig, CommittedFileLoadsAsTheDefaults) {
+  auto c = LoadConfigFile(kDeployFile);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(*c, DaemonConfig{});
+}
+
+// ---- The command line ----
+
+TEST(CommandLine, NoFlagsNoFile) {
+  TempDir tmp;
+  auto cl = Parse({}, tmp.path() + "/none.toml");
+  ASSERT_TRUE(cl.ok()) << cl.status().ToString();
+  EXPECT_FALSE(cl->exit_now);
+  EXPECT_TRUE(cl->config_path.empty());
+  EXPECT_EQ(cl->config, DaemonConfig{});
+}
+
+TEST(CommandLine, FlagsOverrideTheFile) {
+  TempDir tmp;
+  const std::string path = tmp.path() + "/c.toml";
+  WriteWholeFile(path, R"(
+[server]
+listen = ["unix:/tmp/from-file.sock", "localhost:1"]
+log_level = "debug"
+[limits]
+max_sessions = 5
+idle_timeout_s = 9
+max_width = 1280
+[workers]
+gpu_slots = 4
+)");
+  auto cl = Parse({"--config",        path,          "--max-sessions",   "11",
+                   "--listen",        "127.0.0.1:0", "--listen",         "unix:/tmp/flag.sock",
+                   "--log-level",     "warn",        "--idle-timeout",   "2.5",
+                   "--workers",       "cpu",         "--cpu-threads",    "3",
+                   "--drain-timeout", "1",           "--metrics-listen", "127.0.0.1:0"},
+                  "/nonexistent");
+  ASSERT_TRUE(cl.ok()) << cl.status().ToString();
+  const DaemonConfig& c = cl->config;
+  EXPECT_EQ(cl->config_path, path);
+  EXPECT_EQ(c.max_sessions, 11);
+  ASSERT_EQ(c.listen.size(), 2u);  // --listen replaces the file's list
+  EXPECT_EQ(c.listen[0].ToString(), "127.0.0.1:0");
+  EXPECT_EQ(c.listen[1].ToString(), "unix:/tmp/flag.sock");
+  EXPECT_EQ(c.log_level, "warn");
+  EXPECT_EQ(c.idle_timeout_s, 2.5);
+  EXPECT_EQ(c.workers, "cpu");
+  EXPECT_EQ(c.cpu_threads, 3);
+  EXPECT_EQ(c.drain_timeout_s, 1.0);
+  EXPECT_EQ(c.metrics_listen, "127.0.0.1:0");
+  EXPECT_EQ(c.max_width, 1280);  // from the file, no flag for it
+  EXPECT_EQ(c.gpu_slots, 4);
+}
+
+TEST(CommandLine, DefaultFileIsReadWhenPresentAndSkippedWithEmptyConfig) {
+  TempDir tmp;
+  const std::string path = tmp.path() + "/conveyord.toml";
+  WriteWholeFile(path, "[limits]\nmax_sessions = 2\n");
+  auto cl = Parse({}, path);
+  ASSERT_TRUE(cl.ok()) << cl.status().ToString();
+  EXPECT_EQ(cl->config_path, path);
+  EXPECT_EQ(cl->config.max_sessions, 2);
+  cl = Parse({"--config", ""}, path);
+  ASSERT_TRUE(cl.ok()) << cl.status().ToString();
+  EXPECT_TRUE(cl->config_path.empty());
+  EXPECT_EQ(cl->config.max_sessions, 64);
+}
+
+TEST(CommandLine, Errors) {
+  TempDir tmp;
+  const std::string none = tmp.path() + "/none.toml";
+  ExpectError(Parse({"--config", tmp.path() + "/missing.toml"}, none).status(),
+              StatusCode::kNotFound, {"missing.toml"});
+  ExpectError(Parse({"--max-sessions", "many"}, none).status(), StatusCode::kInvalidArgument,
+              {"--max-sessions", "'many'"});
+  ExpectError(Parse({"--max-sessions", "0"}, none).status(), StatusCode::kInvalidArgument,
+              {"limits.max_sessions"});
+  ExpectError(Parse({"--idle-timeout", "soon"}, none).status(), StatusCode::kInvalidArgument,
+              {"--idle-timeout"});
+  ExpectError(Parse({"--listen", "nowhere"}, none).status(), StatusCode::kInvalidArgument,
+              {"--listen", "'nowhere'"});
+  ExpectError(Parse({"--listen", "0.0.0.0:1"}, none).status(), StatusCode::kInvalidArgument,
+              {"allow_insecure_tcp"});
+  EXPECT_TRUE(Parse({"--listen", "0.0.0.0:1", "--allow-insecure-tcp"}, none).ok());
+  ExpectError(Parse({"--no-such-flag"}, none).status(), StatusCode::kInvalidArgument,
+              {"--no-such-flag"});
+  ExpectError(Parse({"stray"}, none).status(), StatusCode::kInvalidArgument, {"stray"});
+  ExpectError(Parse({"--log-level", "chatty"}, none).status(), StatusCode::kInvalidArgument,
+              {"chatty"});
+  WriteWholeFile(tmp.path() + "/bad.toml", "[limits]\nbogus = 1\n");
+  ExpectError(Parse({"--config", tmp.path() + "/bad.toml"}, none).status(),
+              StatusCode::kInvalidArgument, {"bad.toml:2:", "limits.bogus"});
+}
+
+TEST(CommandLine, HelpVersionAndPrintConfigExitNow) {
+  const std::string none = "/nonexistent/conveyord.toml";
+  auto help = Parse({"--help"}, none);
+  ASSERT_TRUE(help.ok()) << help.status().ToString();
+  EXPECT_TRUE(help->exit_now);
+  EXPECT_EQ(help->exit_code, 0);
+  for (const char* flag : {"--config", "--listen", "--metrics-listen", "--log-level",
+                           "--max-sessions", "--workers", "--gpu-slots", "--cpu-threads",
+                           "--idle-timeout", "--drain-timeout", "--version", "--print-config"}) {
+    EXPECT_NE(help->output.find(flag), std::string::npos) << flag << "\n" << help->output;
+  }
+  auto version = Parse({"--version"}, none);
+  ASSERT_TRUE(version.ok());
+  EXPECT_TRUE(version->exit_now);
+  EXPECT_EQ(version->exit_code, 0);
+  EXPECT_EQ(version->output, std::string("conveyord ") + ConveyorVersion() + "\n");
+  auto print = Parse({"--print-config", "--max-sessions", "9"}, none);
+  ASSERT_TRUE(print.ok()) << print.status().ToString();
+  EXPECT_TRUE(print->exit_now);
+  DaemonConfig expected;
+  expected.max_sessions = 9;
+  EXPECT_EQ(print->output, RenderConfigToml(expected));
+}
+
+}  // namespace
+}  // namespace conveyor::config

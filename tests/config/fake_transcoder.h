@@ -1,0 +1,68 @@
+// A scripted in-process conveyor.v1.Transcoder on a unix socket, for conveyorctl's tests:
+// it records every request and answers with the responses and status a test sets.
+#pragma once
+
+#include <grpcpp/server.h>
+#include <grpcpp/server_context.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "conveyor/v1/transcoder.grpc.pb.h"
+
+namespace conveyor::testing {
+
+class FakeTranscoder final : public v1::Transcoder::Service {
+ public:
+  enum class Mode {
+    kReadAllThenRespond,  // read to the client's half-close, then write `responses`
+    kFailAfterSpec,       // return `status` right after the first request
+    kWaitForCancel,       // read the spec, then wait until the client gives up
+  };
+
+  // Set before the call.
+  Mode mode = Mode::kReadAllThenRespond;
+  std::vector<v1::TranscodeResponse> responses;
+  grpc::Status status = grpc::Status::OK;  // of Transcode and of the unary calls
+  v1::ServerStatus server_status;
+  v1::ListSessionsResponse sessions;
+  std::vector<std::string> known_sessions;  // CancelSession: others are NOT_FOUND
+
+  // Read after the call.
+  std::vector<v1::TranscodeRequest> Requests() const;
+  std::vector<std::string> Cancelled() const;
+  bool saw_cancel() const;
+
+  grpc::Status Transcode(
+      grpc::ServerContext* context,
+      grpc::ServerReaderWriter<v1::TranscodeResponse, v1::TranscodeRequest>* stream) override;
+  grpc::Status GetServerStatus(grpc::ServerContext*, const v1::GetServerStatusRequest*,
+                               v1::ServerStatus* reply) override;
+  grpc::Status ListSessions(grpc::ServerContext*, const v1::ListSessionsRequest*,
+                            v1::ListSessionsResponse* reply) override;
+  grpc::Status CancelSession(grpc::ServerContext*, const v1::CancelSessionRequest* request,
+                             v1::CancelSessionResponse*) override;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<v1::TranscodeRequest> requests_;
+  std::vector<std::string> cancelled_;
+  bool saw_cancel_ = false;
+};
+
+// Serves `service` on unix:`socket_path` until destroyed.
+class FakeServer {
+ public:
+  FakeServer(FakeTranscoder* service, const std::string& socket_path);
+  ~FakeServer();
+  FakeServer(const FakeServer&) = delete;
+  FakeServer& operator=(const FakeServer&) = delete;
+  bool ok() const { return server_ != nullptr; }
+
+ private:
+  std::unique_ptr<grpc::Server> server_;
+};
+
+}  // namespace conveyor::testing

@@ -1,0 +1,128 @@
+// The conveyord child process for end-to-end tests (see daemon_process.h).
+#include "daemon_process.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <thread>
+
+#include "conveyor/v1/transcoder.grpc.pb.h"
+
+#ifndef CONVEYORD_PATH
+#error "CONVEYORD_PATH must name the conveyord binary"
+#endif
+
+namespace conveyor::e2e {
+
+std::string MakeTempDir() {
+  std::string pattern = "/tmp/conveyor-e2e-XXXXXX";
+  char* made = mkdtemp(pattern.data());
+  return made ? std::string(made) : std::string();
+}
+
+int Shell(const std::string& command) {
+  const int rc = std::system(command.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+std::vector<uint8_t> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+DaemonProcess::DaemonProcess(std::vector<std::string> extra_flags) {
+  dir_ = MakeTempDir();
+  target_ = "unix:" + dir_ + "/conveyord.sock";
+  // CONVEYOR_E2E_LOG_LEVEL=debug shows the daemon's log when a test needs looking into.
+  const char* level = std::getenv("CONVEYOR_E2E_LOG_LEVEL");
+  std::vector<std::string> args = {CONVEYORD_PATH, "--config", "",          "--listen", target_,
+                                   "--workers",    "cpu",      "--cpu-threads", "2",      "--log-level",
+                                   level ? level : "warn"};
+  for (size_t i = 0; i < extra_flags.size(); ++i) {
+    if (extra_flags[i] == "--config") args.erase(args.begin() + 1, args.begin() + 3);  // the test's own file
+  }
+  args.insert(args.end(), extra_flags.begin(), extra_flags.end());
+  pid_ = fork();
+  if (pid_ == 0) {
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  // Ready once GetServerStatus answers. The socket file comes first: a channel that finds
+  // no socket backs off for a second or more before it tries again.
+  const std::string socket_path = dir_ + "/conveyord.sock";
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  std::unique_ptr<v1::Transcoder::Stub> stub;
+  while (std::chrono::steady_clock::now() < give_up) {
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return;  // exited early
+    }
+    if (access(socket_path.c_str(), F_OK) != 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
+    if (!stub) stub = v1::Transcoder::NewStub(Channel());
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+    v1::GetServerStatusRequest req;
+    v1::ServerStatus resp;
+    if (stub->GetServerStatus(&ctx, req, &resp).ok()) {
+      ready_ = true;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+DaemonProcess::~DaemonProcess() {
+  if (pid_ > 0) Stop(10);
+  Shell("rm -rf '" + dir_ + "'");
+}
+
+uint64_t DaemonProcess::RssBytes() const {
+  if (pid_ <= 0) return 0;
+  std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+  std::string key;
+  while (in >> key) {
+    if (key == "VmRSS:") {
+      uint64_t kib = 0;
+      in >> kib;
+      return kib * 1024;
+    }
+  }
+  return 0;
+}
+
+std::shared_ptr<grpc::Channel> DaemonProcess::Channel() const {
+  return grpc::CreateChannel(target_, grpc::InsecureChannelCredentials());
+}
+
+int DaemonProcess::Stop(double timeout_s) {
+  if (pid_ <= 0) return -1;
+  kill(pid_, SIGTERM);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  int status = 0;
+  while (std::chrono::steady_clock::now() < give_up) {
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      if (WIFEXITED(status)) return WEXITSTATUS(status);
+      return -2;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  kill(pid_, SIGKILL);
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+  return -1;
+}
+
+}  // namespace conveyor::e2e

@@ -1,0 +1,69 @@
+// The Transcode test client (see transcode_client.h).
+#include "transcode_client.h"
+
+#include <fstream>
+#include <thread>
+
+namespace conveyor::e2e {
+
+TranscodeOutcome RunTranscode(v1::Transcoder::Stub* stub, const TranscodeCall& call) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                           std::chrono::duration<double>(call.deadline_s)));
+  std::unique_ptr<TranscodeStream> stream = stub->Transcode(&context);
+  std::thread writer([&] {
+    v1::TranscodeRequest first;
+    *first.mutable_spec() = call.spec;
+    if (!stream->Write(first)) return;
+    if (call.send_input && !call.send_input(stream.get())) return;
+    if (call.half_close) stream->WritesDone();
+  });
+  TranscodeOutcome out;
+  std::map<uint32_t, std::vector<uint8_t>> partial;
+  v1::TranscodeResponse r;
+  while (stream->Read(&r)) {
+    out.largest_message = std::max(out.largest_message, r.ByteSizeLong());
+    if (r.has_started()) {
+      out.started = true;
+      out.started_msg = r.started();
+    } else if (r.has_packet()) {
+      const v1::OutputPacket& p = r.packet();
+      std::vector<uint8_t>& buf = partial[p.rendition()];
+      buf.insert(buf.end(), p.data().begin(), p.data().end());
+      if (p.end_of_frame()) {
+        out.frames[p.rendition()].push_back(std::move(buf));
+        out.pts[p.rendition()].push_back(p.pts());
+        buf.clear();
+      }
+    } else if (r.has_container_chunk()) {
+      std::vector<uint8_t>& c = out.containers[r.container_chunk().rendition()];
+      c.insert(c.end(), r.container_chunk().data().begin(), r.container_chunk().data().end());
+    } else if (r.has_progress()) {
+      out.progress_messages++;
+    } else if (r.has_summary()) {
+      out.summary_seen = true;
+      out.summary = r.summary();
+    }
+    if (call.on_response) call.on_response(r, &context);
+  }
+  writer.join();
+  out.status = stream->Finish();
+  return out;
+}
+
+bool SendFileChunks(TranscodeStream* stream, const std::string& path, size_t chunk) {
+  std::ifstream in(path, std::ios::binary);
+  std::string buf(chunk, '\0');
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    const std::streamsize n = in.gcount();
+    if (n <= 0) break;
+    v1::TranscodeRequest r;
+    r.set_container_chunk(buf.data(), static_cast<size_t>(n));
+    if (!stream->Write(r)) return false;
+  }
+  return true;
+}
+
+}  // namespace conveyor::e2e

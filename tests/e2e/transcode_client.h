@@ -1,0 +1,49 @@
+// A test client for the Transcode stream: sends a JobSpec and input on a writer thread
+// (as a real client would, under gRPC flow control) and gathers every response.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "conveyor/v1/transcoder.grpc.pb.h"
+
+namespace conveyor::e2e {
+
+using TranscodeStream = grpc::ClientReaderWriter<v1::TranscodeRequest, v1::TranscodeResponse>;
+
+struct TranscodeOutcome {
+  grpc::Status status;
+  bool started = false;
+  v1::Started started_msg;
+  // Per rendition: whole JPEG frames (OutputPacket parts joined) and their pts.
+  std::map<uint32_t, std::vector<std::vector<uint8_t>>> frames;
+  std::map<uint32_t, std::vector<int64_t>> pts;
+  std::map<uint32_t, std::vector<uint8_t>> containers;  // ContainerChunk bytes joined
+  int progress_messages = 0;
+  bool summary_seen = false;
+  v1::Summary summary;
+  size_t largest_message = 0;
+};
+
+struct TranscodeCall {
+  v1::JobSpec spec;
+  // Sends the input after the spec; return false to stop writing without half-closing
+  // (the test then cancels or lets the server time out).
+  std::function<bool(TranscodeStream*)> send_input;
+  double deadline_s = 60;
+  // Called after each response is read; may cancel `context`.
+  std::function<void(const v1::TranscodeResponse&, grpc::ClientContext*)> on_response;
+  bool half_close = true;
+};
+
+TranscodeOutcome RunTranscode(v1::Transcoder::Stub* stub, const TranscodeCall& call);
+
+// Sends a file's bytes as container_chunk messages of `chunk` bytes.
+bool SendFileChunks(TranscodeStream* stream, const std::string& path, size_t chunk = 1 << 20);
+
+}  // namespace conveyor::e2e

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The test command: installs what it needs, builds every flavour whose toolchain is on
 # this host and runs all tests through ctest.
-#   cpu (CONVEYOR_GPU=off)  always; the full suite
-#   amd                     when hipcc is present; the full suite (GPU tests skip with
-#                           the runtime's reason when there is no AMD GPU)
-#   nvidia                  when nvcc is present; the full suite where an NVIDIA GPU is
-#                           present, otherwise compile-only
+#   cpu (CONVEYOR_GPU=off)  always; the full suite, daemon and end-to-end tests included
+#   amd                     when hipcc is present: kernels, engine, GPU tests (they skip
+#                           with the runtime's reason when there is no AMD GPU) and
+#                           conveyord itself; the daemon's tests run in cpu and asan
+#   nvidia                  when nvcc is present: the same, compile-only where there is
+#                           no NVIDIA GPU
 #   asan                    CPU build with AddressSanitizer + UBSan; the full suite
 #   tsan                    CPU build with ThreadSanitizer; the engine and thread-pool tests
 set -euo pipefail
@@ -16,16 +17,18 @@ jobs=$(nproc)
 deploy/install-deps.sh --test
 
 # build/<flavour>, where flavour is cpu, amd or nvidia (cpu is CONVEYOR_GPU=off); any
-# further arguments go to cmake.
+# further arguments go to the build (e.g. --target a b).
 build() {
   local flavour=$1 gpu=$1
   shift
   [[ $flavour == cpu ]] && gpu=off
   local log="build/configure-$flavour.log"
   mkdir -p build
-  cmake -S "$root" -B "build/$flavour" -G Ninja -DCONVEYOR_GPU="$gpu" -DCMAKE_BUILD_TYPE=Release "$@" >"$log" 2>&1 \
+  cmake -S "$root" -B "build/$flavour" -G Ninja -DCONVEYOR_GPU="$gpu" -DCMAKE_BUILD_TYPE=Release >"$log" 2>&1 \
     || { cat "$log"; return 1; }
-  cmake --build "build/$flavour" -j "$jobs"
+  local start=$SECONDS
+  cmake --build "build/$flavour" -j "$jobs" "$@"
+  echo "=== build $flavour: $((SECONDS - start)) s ==="
 }
 
 # A CPU build with sanitizers, in build/<name>.
@@ -37,7 +40,9 @@ build_sanitized() {
   cmake -S "$root" -B "build/$name" -G Ninja -DCONVEYOR_GPU=off -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     "-DCMAKE_CXX_FLAGS=$flags -fno-omit-frame-pointer" "-DCMAKE_EXE_LINKER_FLAGS=$flags" "$@" >"$log" 2>&1 \
     || { cat "$log"; return 1; }
+  local start=$SECONDS
   cmake --build "build/$name" -j "$jobs"
+  echo "=== build $name: $((SECONDS - start)) s ==="
 }
 
 run_tests() {
@@ -69,10 +74,15 @@ else
   echo "=== tsan: SKIPPED, its runtime cannot start on this kernel ($(uname -r), vm.mmap_rnd_bits=$(cat /proc/sys/vm/mmap_rnd_bits)) ==="
 fi
 
+# The GPU flavours build the daemon's own code once more only to link conveyord (its
+# sources are the same in every flavour; what differs is the engine under it).
+gpu_targets=(unit_tests gpu_encoder_test gpu_scale_test worker_test conveyor-bench conveyord)
+
 if command -v hipcc >/dev/null; then
   echo "=== build: amd ==="
-  build amd
-  run_tests amd
+  build amd --target "${gpu_targets[@]}"
+  echo "=== ctest: amd (kernels, engine and GPU tests) ==="
+  ctest --test-dir build/amd -j "$jobs" --output-on-failure --timeout 900 -R '^(unit|gpu|worker)\.' 
 else
   echo "=== amd: skipped, hipcc not found ==="
 fi
@@ -80,9 +90,9 @@ fi
 nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 if [[ -x "$nvcc" ]]; then
   echo "=== build: nvidia ==="
-  build nvidia
+  build nvidia --target "${gpu_targets[@]}"
   if [[ -e /dev/nvidiactl ]]; then
-    run_tests nvidia
+    ctest --test-dir build/nvidia -j "$jobs" --output-on-failure --timeout 900 -R '^(unit|gpu|worker)\.' 
   else
     echo "=== nvidia: compile-only (no NVIDIA GPU on this host) ==="
   fi

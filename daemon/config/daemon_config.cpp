@@ -42,7 +42,7 @@ struct Field {
   const char* key;
   Member member;
   const char* flag;  // "--max-sessions", or nullptr when the file is the only way
-  const char* doc;   // comment lines for the file; the first line is the flag's help
+  const char* doc;   // comment lines for the file; its first sentence is the flag's help
   double min = 0;    // numeric fields: the accepted range
   double max = 0;
   bool min_exclusive = false;  // (min, max] rather than [min, max]
@@ -107,9 +107,14 @@ const char* const kTables[] = {"server", "limits", "workers"};
 
 std::string Name(const Field& f) { return std::string(f.table) + "." + f.key; }
 
-std::string FirstLine(const char* doc) {
-  const std::string s(doc);
-  return s.substr(0, s.find('\n'));
+// The flag's help: the comment's first sentence, its lines joined.
+std::string FirstSentence(const char* doc) {
+  std::string s(doc);
+  for (char& c : s) {
+    if (c == '\n') c = ' ';
+  }
+  const size_t end = s.find(". ");
+  return end == std::string::npos ? s : s.substr(0, end + 1);
 }
 
 std::string FormatNumber(double v) {
@@ -385,6 +390,10 @@ Status SetFromFlag(DaemonConfig* c, const Field& f, const std::string& text) {
 }
 
 const char* TypeNameForFlag(const Field& f) {
+  const std::string key = f.key;
+  if (key == "metrics_listen") return "ADDR";
+  if (key == "log_level") return "LEVEL";
+  if (key == "workers") return "auto|gpu|cpu";
   return std::visit(Overloaded{
                         [](int DaemonConfig::*) { return "N"; },
                         [](uint64_t DaemonConfig::*) { return "BYTES"; },
@@ -535,7 +544,7 @@ StatusOr<CommandLine> ParseCommandLine(int argc, const char* const* argv,
   std::vector<CLI::Option*> options;
   for (const Field& f : kFields) {
     if (f.flag == nullptr) continue;
-    const std::string help = FirstLine(f.doc) + " [" + Name(f) + "]";
+    const std::string help = FirstSentence(f.doc) + " [" + Name(f) + "]";
     if (std::holds_alternative<Addresses DaemonConfig::*>(f.member)) {
       listen_opt = app.add_option(f.flag, listen, help + " Repeatable; replaces the file's list.")
                        ->type_name("ADDR")

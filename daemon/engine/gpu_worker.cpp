@@ -4,15 +4,20 @@
 //   upload:   H2D of the slot's input                        -> ev_uploaded
 //   encode:   waits ev_uploaded; the four stages band by band -> ev_band[k] after band k
 //   readback: waits ev_band[k]; D2H of band k alone
-// Two threads drive it. The issue thread queues a frame's copies and kernels and moves
-// on. The delivery thread waits on one event at a time, reads band k's size from
-// mapped memory, queues band k's readback and hands the bytes on. Nothing calls
+// The issue thread queues a frame's copies and kernels and moves on. Each encode lane has
+// a delivery thread that waits on one event at a time, reads band k's size from mapped
+// memory, queues band k's readback and gathers the bytes; frames then reach the caller
+// in submission order (a small reorder step). One delivery thread per lane, because a
+// frame's readback is a chain of host round trips (band done -> queue its copy -> copy
+// done) that would otherwise serialise frames the two lanes encode side by side. Nothing calls
 // device-wide synchronisation; a slot goes back to the pool only after its last copy's
 // completion was observed (DESIGN.md rules 1-6).
 #include <algorithm>
 #include <atomic>
 #include <deque>
 #include <map>
+#include <memory>
+#include <shared_mutex>
 #include <optional>
 #include <mutex>
 #include <thread>
@@ -44,8 +49,8 @@ class GpuWorker : public Worker {
   ~GpuWorker() override {
     issue_queue_.Close();
     if (issue_thread_.joinable()) issue_thread_.join();
-    delivery_queue_.Close();
-    if (delivery_thread_.joinable()) delivery_thread_.join();
+    for (auto& q : delivery_queues_) q->Close();
+    for (std::thread& t : delivery_threads_) t.join();
     (void)hipSetDevice(device_);
     for (Stream* s : AllStreams()) {
       if (s->get() != nullptr) (void)hipStreamSynchronize(s->get());
@@ -89,7 +94,10 @@ class GpuWorker : public Worker {
     }
     for (EncodeLane& lane : lanes_) RETURN_IF_ERROR(ReserveScratch(lane, p));
     issue_thread_ = std::thread([this] { IssueLoop(); });
-    delivery_thread_ = std::thread([this] { DeliveryLoop(); });
+    for (size_t i = 0; i < lanes_.size(); ++i) {
+      delivery_queues_.push_back(std::make_unique<FrameQueue<int>>());
+      delivery_threads_.emplace_back([this, i] { DeliveryLoop(static_cast<int>(i)); });
+    }
     return OkStatus();
   }
 
@@ -216,6 +224,8 @@ class GpuWorker : public Worker {
     std::vector<size_t> out_offset;  // per rendition, into `out`
     std::vector<std::optional<ScalePlan>> scale_plans;  // per rendition; empty: source size
     Status status;
+    int lane = 0;           // the encode lane (and delivery thread) this frame uses
+    uint64_t sequence = 0;  // submission order, for in-order delivery
   };
 
   Status Check(const std::string& what, int slot, hipError_t err) {
@@ -342,8 +352,7 @@ class GpuWorker : public Worker {
       bands_total += plan.num_bands;
       s.plans.push_back(plan);
     }
-    EncodeLane& lane = lanes_[next_lane_];
-    next_lane_ = (next_lane_ + 1) % static_cast<int>(lanes_.size());
+    EncodeLane& lane = lanes_[s.lane];
     if (scaled_bytes > 0) RETURN_IF_ERROR(ReserveScaled(lane, scaled_bytes));
     if (bands_total > kMaxBandsPerFrame) return InvalidArgument("too many bands in one frame");
 
@@ -415,11 +424,15 @@ class GpuWorker : public Worker {
 
   void IssueLoop() {
     (void)hipSetDevice(device_);  // once, for this thread
+    uint64_t sequence = 0;
     while (auto index = issue_queue_.Pop()) {
       Slot& s = slots_[*index];
       s.started = std::chrono::steady_clock::now();
+      s.sequence = sequence++;
+      s.lane = next_lane_;
+      next_lane_ = (next_lane_ + 1) % static_cast<int>(lanes_.size());
       {
-        std::lock_guard<std::mutex> lock(recover_mu_);  // Recover() swaps the streams
+        std::shared_lock<std::shared_mutex> lock(recover_mu_);  // Recover() swaps the streams
         if (dead_.load()) {
           s.status = Unavailable(Describe() + " is out of service: " + dead_reason_);
         } else {
@@ -428,7 +441,7 @@ class GpuWorker : public Worker {
       }
       issue_busy_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
                                                                              s.started).count();
-      delivery_queue_.Push(*index);
+      delivery_queues_[s.lane]->Push(*index);
     }
   }
 
@@ -540,9 +553,9 @@ class GpuWorker : public Worker {
     }
   }
 
-  void DeliveryLoop() {
+  void DeliveryLoop(int lane) {
     (void)hipSetDevice(device_);  // once, for this thread
-    while (auto index = delivery_queue_.Pop()) {
+    while (auto index = delivery_queues_[lane]->Pop()) {
       Slot& s = slots_[*index];
       FrameResult result;
       result.id = s.request.id;
@@ -550,7 +563,11 @@ class GpuWorker : public Worker {
       result.times.started = s.started;
       result.jpeg.resize(s.request.renditions.size());
       const SteadyTime deliver_start = std::chrono::steady_clock::now();
-      Status status = s.status.ok() ? Deliver(s, &result) : s.status;
+      Status status = s.status;
+      if (status.ok()) {
+        std::shared_lock<std::shared_mutex> lock(recover_mu_);  // streams stay while we use them
+        status = Deliver(s, &result);
+      }
       delivery_busy_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
                                                                                 deliver_start).count();
       result.times.done = std::chrono::steady_clock::now();
@@ -559,15 +576,43 @@ class GpuWorker : public Worker {
         result.jpeg.clear();
         // The issue thread may have queued later frames on these streams already; they
         // fail with this frame or complete, and Recover() waits for them either way.
-        std::lock_guard<std::mutex> lock(recover_mu_);
+        std::unique_lock<std::shared_mutex> lock(recover_mu_);
         Recover(status);  // waits for every stream, so no copy still reads the input
       }
       ReleaseInput(s);
-      (result.status.ok() ? done_ : failed_).fetch_add(1);
+      HandOver(s.sequence, *index, std::move(result));
+    }
+  }
+
+  // Gives finished frames to their callers in submission order. Whichever delivery
+  // thread completes the next frame in order hands it over, with any that were waiting
+  // behind it; only one thread hands over at a time.
+  void HandOver(uint64_t sequence, int index, FrameResult&& result) {
+    {
+      std::lock_guard<std::mutex> lock(order_mu_);
+      finished_.emplace(sequence, std::make_pair(index, std::move(result)));
+      if (handing_over_) return;
+      handing_over_ = true;
+    }
+    for (;;) {
+      std::pair<int, FrameResult> next;
+      {
+        std::lock_guard<std::mutex> lock(order_mu_);
+        auto it = finished_.find(next_sequence_);
+        if (it == finished_.end()) {
+          handing_over_ = false;
+          return;
+        }
+        next = std::move(it->second);
+        finished_.erase(it);
+        ++next_sequence_;
+      }
+      Slot& s = slots_[next.first];
+      (next.second.status.ok() ? done_ : failed_).fetch_add(1);
       auto on_done = std::move(s.request.on_done);
-      on_done(std::move(result));
+      on_done(std::move(next.second));
       in_flight_.fetch_sub(1);
-      pool_.Release(*index);
+      pool_.Release(next.first);
     }
   }
 
@@ -587,9 +632,16 @@ class GpuWorker : public Worker {
   std::vector<Slot> slots_;
   std::map<int, TablesEntry> tables_;  // issue thread only
 
-  FrameQueue<int> issue_queue_, delivery_queue_;
-  std::thread issue_thread_, delivery_thread_;
-  std::mutex recover_mu_;
+  FrameQueue<int> issue_queue_;
+  std::vector<std::unique_ptr<FrameQueue<int>>> delivery_queues_;  // one per encode lane
+  std::thread issue_thread_;
+  std::vector<std::thread> delivery_threads_;
+  // Issue and delivery use the streams shared; Recover() swaps them exclusively.
+  std::shared_mutex recover_mu_;
+  std::mutex order_mu_;  // in-order hand-over
+  std::map<uint64_t, std::pair<int, FrameResult>> finished_;
+  uint64_t next_sequence_ = 0;
+  bool handing_over_ = false;
   std::shared_ptr<Registry> registry_ = std::make_shared<Registry>();
   std::atomic<bool> dead_{false};
   std::string dead_reason_;

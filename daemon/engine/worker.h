@@ -52,7 +52,8 @@ struct FrameRequest {
   uint64_t id = 0;
   FrameView frame;  // caller memory; Submit() has copied it by the time it returns
   std::vector<Rendition> renditions;
-  // Called exactly once, on the worker's delivery thread, in submission order.
+  // Called exactly once, on one of the worker's delivery threads, one frame at a time and
+  // in submission order.
   std::function<void(FrameResult&&)> on_done;
   // Optional: called once the worker will never read the frame's memory again. For a
   // frame it copied, that is before Submit() returns; for a frame in registered memory
@@ -101,8 +102,9 @@ struct WorkerStats {
   uint64_t pinned_bytes = 0;         // page-locked host memory held (fixed at start)
   uint64_t device_bytes = 0;
   int in_flight = 0;
-  // GPU worker: seconds its issue thread spent queuing work, and its delivery thread
-  // spent waiting for and copying bands (host-side limits show here).
+  // GPU worker: seconds its issue thread spent queuing work, and its delivery threads
+  // (one per encode lane, summed) spent waiting for and copying bands (host-side limits
+  // show here).
   double issue_busy_s = 0, delivery_busy_s = 0;
 };
 

@@ -11,13 +11,19 @@ namespace conveyor {
 namespace {
 
 constexpr int kDctBlocksPerCta = 16;   // 16 blocks x 8 rows = 128 threads
-constexpr int kSegmentThreads = 128;   // one CTA per restart segment
-// Shared staging of the coding kernel: the levels of one block per thread while coding,
-// then the segment's bitstream while assembling, when it fits (else global memory).
-// A block's 32 words of levels sit 33 words apart, so that the threads of a warp, each
-// reading its own block, hit different banks.
+constexpr int kSegmentThreads = 256;   // one CTA per restart segment, two threads a block
+// A block is coded in two halves by two threads: DC and AC 1..31, then AC 32..63 and
+// EOB. Each half has half of the block's worst-case bit buffer (it fits: a half holds
+// at most 32 coefficients of at most 26 bits, or the DC and 31 of them).
+constexpr int kHalfWords = kMaxWordsPerBlock / 2;
+static_assert(kMaxWordsPerBlock % 2 == 0 && 32 * (16 + 10) <= kHalfWords * 32, "a half must fit its buffer");
+// Shared staging of the coding kernel: the levels of the blocks being coded, then the
+// segment's bitstream while assembling, when it fits (else global memory). A block's 32
+// words of levels sit 33 words apart, so that threads reading different blocks hit
+// different banks.
 constexpr int kStageBlockWords = 33;
-constexpr int kStageWords = kSegmentThreads * kStageBlockWords;
+constexpr int kStageBlocks = kSegmentThreads / 2;
+constexpr int kStageWords = kStageBlocks * kStageBlockWords;
 
 // Row `y` (of the component's padded plane) of a block, samples x .. x+7, converted
 // from the source frame.
@@ -70,18 +76,46 @@ __device__ void LoadHuffTables(const EncodeTables* t, HuffTable* dc, HuffTable* 
   for (int i = threadIdx.x; i < static_cast<int>(2 * sizeof(HuffTable) / 4); i += blockDim.x) dst[i] = src[i];
 }
 
-// Codes band-local block i, whose levels the CTA has staged in shared memory, into its
-// own raw bit buffer. DC prediction needs only the previous block's DC level, which the
-// colour+DCT kernel has already written, so every block is independent.
-__device__ void CodeBlock(const EncodePlan& p, const BandDeviceBuffers& b, int band, int i, const int16_t* levels,
-                          const HuffTable* dc, const HuffTable* ac) {
+// Codes one half of band-local block i (levels staged in shared memory, zigzag order)
+// into its own raw bit buffer: half 0 the DC and the AC coefficients 1..31, half 1 the
+// AC coefficients 32..63 and the EOB. Concatenated, the halves are exactly the bits
+// EncodeBlock writes: half 1 takes the zero run that crosses the split from the nonzero
+// mask (the last nonzero level before 32), and only it can end the block. DC prediction
+// needs only the previous block's DC level, which the colour+DCT kernel has written, so
+// every half is independent.
+__device__ void CodeBlockHalf(const EncodePlan& p, const BandDeviceBuffers& b, int band, int i, int half,
+                              const int16_t* levels, const HuffTable* dc, const HuffTable* ac) {
   const int cls = p.comp[p.block_comp[i % p.blocks_per_mcu]].quant;
-  const int prev = PreviousBlockSameComponent(p, band, i);
-  int32_t last_dc = prev < 0 ? 0 : b.levels[static_cast<size_t>(prev) * 64];
-  WordWriter w{b.block_words + static_cast<size_t>(i) * kMaxWordsPerBlock, 0, 0, 0, 0};
-  EncodeBlock(w, levels, &last_dc, dc[cls], ac[cls]);
+  const size_t unit = static_cast<size_t>(i) * 2 + half;
+  WordWriter w{b.block_words + unit * kHalfWords, 0, 0, 0, 0};
+  uint64_t nonzero = 0;
+  for (int k = 1; k < 64; ++k) nonzero |= static_cast<uint64_t>(levels[k] != 0) << k;
+  const uint64_t first_half = nonzero & 0xFFFFFFFFull;  // bits 1..31
+  int last = 0;
+  uint64_t mine;
+  if (half == 0) {
+    const int prev = PreviousBlockSameComponent(p, band, i);
+    const int32_t last_dc = prev < 0 ? 0 : b.levels[static_cast<size_t>(prev) * 64];
+    PutValue(w, dc[cls], 0, levels[0] - last_dc);
+    mine = first_half;
+  } else {
+    if (first_half != 0) last = 63 - __clzll(static_cast<long long>(first_half));
+    mine = nonzero & ~0xFFFFFFFFull;
+  }
+  while (mine != 0) {
+    const int k = LowestSetBit64(mine);
+    mine &= mine - 1;
+    int run = k - last - 1;
+    while (run > 15) {
+      PutBits(w, ac[cls].code[0xF0], ac[cls].size[0xF0]);  // ZRL: sixteen zeros
+      run -= 16;
+    }
+    PutValue(w, ac[cls], run << 4, levels[k]);
+    last = k;
+  }
+  if (half == 1 && (nonzero >> 63) == 0) PutBits(w, ac[cls].code[0x00], ac[cls].size[0x00]);  // EOB
   FlushWords(w);
-  b.block_bits[i] = w.total_bits;
+  b.block_bits[unit] = w.total_bits;
 }
 
 // Exclusive prefix sum of one value per thread across the CTA (Hillis-Steele, log2 of
@@ -144,27 +178,32 @@ __global__ void SegmentCodeKernel(EncodePlan p, BandDeviceBuffers b, int band) {
   const int mcu1 = min((segment + 1) * p.segment_mcus, band_end);
   const int b0 = (mcu0 - band_first) * p.blocks_per_mcu;
   const int n = (mcu1 - mcu0) * p.blocks_per_mcu;
-  // Rounds of one block per thread; each round's levels come in with coalesced loads
-  // spread over the CTA, so the coding loops read shared memory only.
-  for (int round = 0; round < n; round += blockDim.x) {
-    const int count = min(static_cast<int>(blockDim.x), n - round);
+  // Rounds of blockDim/2 blocks, a thread per half block; each round's levels come in
+  // with coalesced loads spread over the CTA, so the coding loops read shared memory.
+  const int per_round = static_cast<int>(blockDim.x) / 2;
+  for (int round = 0; round < n; round += per_round) {
+    const int count = min(per_round, n - round);
     const uint32_t* src = reinterpret_cast<const uint32_t*>(b.levels + static_cast<size_t>(b0 + round) * 64);
     for (int v = threadIdx.x; v < count * 32; v += blockDim.x) stage[(v / 32) * kStageBlockWords + v % 32] = src[v];
     __syncthreads();
-    if (static_cast<int>(threadIdx.x) < count) {
-      const int16_t* levels = reinterpret_cast<const int16_t*>(stage + threadIdx.x * kStageBlockWords);
-      CodeBlock(p, b, band, b0 + round + threadIdx.x, levels, dc, ac);
+    const int k = static_cast<int>(threadIdx.x) / 2;
+    if (k < count) {
+      const int16_t* levels = reinterpret_cast<const int16_t*>(stage + k * kStageBlockWords);
+      CodeBlockHalf(p, b, band, b0 + round + k, threadIdx.x % 2, levels, dc, ac);
     }
-    __syncthreads();  // the stage is free again; every block's bits are in global memory
+    __syncthreads();  // the stage is free again; every half's bits are in global memory
   }
 
-  const int chunk = (n + blockDim.x - 1) / blockDim.x;
-  const int t0 = min(n, static_cast<int>(threadIdx.x) * chunk);
-  const int t1 = min(n, t0 + chunk);
+  // Units are half blocks from here on: 2n of them, in bitstream order.
+  const int units = 2 * n;
+  const size_t u0 = static_cast<size_t>(b0) * 2;
+  const int chunk = (units + blockDim.x - 1) / blockDim.x;
+  const int t0 = min(units, static_cast<int>(threadIdx.x) * chunk);
+  const int t1 = min(units, t0 + chunk);
 
-  // Bit offset of this thread's first block, and the segment's length in bits.
+  // Bit offset of this thread's first unit, and the segment's length in bits.
   uint32_t mine = 0;
-  for (int k = t0; k < t1; ++k) mine += b.block_bits[b0 + k];
+  for (int k = t0; k < t1; ++k) mine += b.block_bits[u0 + k];
   uint32_t offset;
   const uint32_t total_bits = CtaExclusiveScan(mine, scan, &offset);
 
@@ -175,8 +214,8 @@ __global__ void SegmentCodeKernel(EncodePlan p, BandDeviceBuffers b, int band) {
   for (uint32_t w = threadIdx.x; w < nwords; w += blockDim.x) words[w] = 0;
   __syncthreads();
   for (int k = t0; k < t1; ++k) {
-    const uint32_t bits = b.block_bits[b0 + k];
-    const uint32_t* src = b.block_words + static_cast<size_t>(b0 + k) * kMaxWordsPerBlock;
+    const uint32_t bits = b.block_bits[u0 + k];
+    const uint32_t* src = b.block_words + (u0 + k) * kHalfWords;
     for (uint32_t q = 0; q * 32 < bits; ++q) {
       const uint32_t pos = offset + 32 * q;
       const uint32_t shift = pos % 32;
@@ -255,7 +294,7 @@ BandScratchSizes ScratchSizes(const EncodePlan& p) {
   const size_t segments = p.MaxBandSegments();
   s.levels = blocks * 64 * sizeof(int16_t);
   s.block_words = blocks * kMaxWordsPerBlock * sizeof(uint32_t);
-  s.block_bits = blocks * sizeof(uint32_t);
+  s.block_bits = blocks * 2 * sizeof(uint32_t);  // a count per half block
   s.segment_words = segments * p.SegmentWordCapacity() * sizeof(uint32_t);
   s.coordination = (2 + segments) * sizeof(uint32_t);
   return s;

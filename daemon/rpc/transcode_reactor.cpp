@@ -12,6 +12,10 @@ TranscodeReactor::TranscodeReactor(grpc::CallbackServerContext* context, Session
 
 void TranscodeReactor::OnReadDone(bool ok) {
   if (!ok) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      reads_ended_ = true;
+    }
     // Half-close (end of input), or the stream broke (OnCancel follows).
     if (session_ && context_->IsCancelled()) {
       session_->Cancel(Status(StatusCode::kCancelled, "cancelled by the client"));
@@ -34,7 +38,7 @@ void TranscodeReactor::OnReadDone(bool ok) {
     }
     session_ = std::move(created).value();
     session_->Start(this);
-    StartRead(&request_);
+    ReadNext();
     return;
   }
   HandleRequest();
@@ -76,7 +80,7 @@ void TranscodeReactor::HandleRequest() {
   if (!failure.ok()) {
     FailSession(failure);
   } else if (read_next) {
-    StartRead(&request_);
+    ReadNext();
   }
 }
 
@@ -108,11 +112,19 @@ void TranscodeReactor::ResumeReading() {
   if (!failure.ok()) {
     FailSession(failure);
   } else if (read_next) {
-    StartRead(&request_);
+    ReadNext();
   }
 }
 
 void TranscodeReactor::FailSession(const Status& status) { session_->Cancel(status); }
+
+void TranscodeReactor::ReadNext() {
+  // Never a read once the stream is ending: a StartRead after Finish is not allowed (it
+  // can run OnDone twice).
+  std::lock_guard<std::mutex> lock(mu_);
+  if (finished_ || close_status_ || reads_ended_) return;
+  StartRead(&request_);
+}
 
 void TranscodeReactor::Send(v1::TranscodeResponse response) {
   std::lock_guard<std::mutex> lock(mu_);

@@ -38,6 +38,7 @@ class TranscodeReactor final : public grpc::ServerBidiReactor<v1::TranscodeReque
   void HandleRequest();                  // the request just read, with a session
   StatusOr<bool> PushPendingLocked();    // offers the pending input; true once taken
   void FailSession(const Status& status);
+  void ReadNext();                       // StartRead, unless the stream is ending
   void MaybeWriteLocked();
 
   grpc::CallbackServerContext* const context_;
@@ -57,6 +58,7 @@ class TranscodeReactor final : public grpc::ServerBidiReactor<v1::TranscodeReque
   bool write_in_flight_ = false;
   std::optional<Status> close_status_;
   bool finished_ = false;
+  bool reads_ended_ = false;             // a read failed: half-close or a broken stream
 };
 
 }  // namespace conveyor

@@ -26,6 +26,8 @@
 #include <jpeglib.h>
 #include <turbojpeg.h>
 
+#include "test_process.h"
+
 extern "C" {
 #include <libavcodec/avcodec.h>
 #include <libavutil/log.h>
@@ -112,16 +114,11 @@ std::string& TempDirStorage() {
 const std::string& TempDir() {
   std::string& dir = TempDirStorage();
   if (dir.empty()) {
-    const char* base = std::getenv("TMPDIR");
-    std::string templ = std::string(base != nullptr && *base != '\0' ? base : "/tmp") +
-                        "/conveyor-conformance-XXXXXX";
-    std::vector<char> buf(templ.begin(), templ.end());
-    buf.push_back('\0');
-    if (mkdtemp(buf.data()) == nullptr) {
+    dir = conveyor::testing::MakeTempDir("conveyor-conformance");
+    if (dir.empty()) {
       std::perror("mkdtemp");
       std::abort();
     }
-    dir = buf.data();
   }
   return dir;
 }

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "conveyor/v1/transcoder.grpc.pb.h"
+#include "test_process.h"
 
 #ifndef CONVEYORD_PATH
 #error "CONVEYORD_PATH must name the conveyord binary"
@@ -19,11 +20,7 @@
 
 namespace conveyor::e2e {
 
-std::string MakeTempDir() {
-  std::string pattern = "/tmp/conveyor-e2e-XXXXXX";
-  char* made = mkdtemp(pattern.data());
-  return made ? std::string(made) : std::string();
-}
+std::string MakeTempDir() { return testing::MakeTempDir("conveyor-e2e"); }
 
 int Shell(const std::string& command) {
   const int rc = std::system(command.c_str());
@@ -88,19 +85,7 @@ DaemonProcess::~DaemonProcess() {
   Shell("rm -rf '" + dir_ + "'");
 }
 
-uint64_t DaemonProcess::RssBytes() const {
-  if (pid_ <= 0) return 0;
-  std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
-  std::string key;
-  while (in >> key) {
-    if (key == "VmRSS:") {
-      uint64_t kib = 0;
-      in >> kib;
-      return kib * 1024;
-    }
-  }
-  return 0;
-}
+uint64_t DaemonProcess::RssBytes() const { return pid_ > 0 ? testing::ProcessRssBytes(pid_) : 0; }
 
 std::shared_ptr<grpc::Channel> DaemonProcess::Channel() const {
   return grpc::CreateChannel(target_, grpc::InsecureChannelCredentials());

@@ -613,7 +613,8 @@ TEST(DaemonCancel, CancellingMidStreamFreesTheSessionAndItsMemory) {
       grpc::ClientContext ctx;
       st.Clear();
       ASSERT_TRUE(stub->GetServerStatus(&ctx, v1::GetServerStatusRequest(), &st).ok());
-      if (st.sessions_active() == 0 && st.workers(0).queue_depth() == 0) break;
+      // The session object lets go of its lane once its last frame callback has run.
+      if (st.sessions_active() == 0 && st.workers(0).queue_depth() == 0 && st.workers(0).sessions() == 0) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     EXPECT_EQ(st.sessions_active(), 0u);

@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "byte_queue.h"
+#include "test_process.h"
 
 extern char** environ;
 
@@ -62,16 +63,11 @@ std::string ReadText(const std::string& path) {
 const std::string& TempDir() {
   std::string& dir = TempDirStorage();
   if (dir.empty()) {
-    const char* base = std::getenv("TMPDIR");
-    std::string templ =
-        std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/conveyor-media-XXXXXX";
-    std::vector<char> buf(templ.begin(), templ.end());
-    buf.push_back('\0');
-    if (mkdtemp(buf.data()) == nullptr) {
+    dir = conveyor::testing::MakeTempDir("conveyor-media");
+    if (dir.empty()) {
       std::perror("mkdtemp");
       std::abort();
     }
-    dir = buf.data();
   }
   return dir;
 }

@@ -23,6 +23,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "conveyor/v1/transcoder.grpc.pb.h"
+#include "test_process.h"
 
 namespace conveyor::bench {
 namespace {
@@ -46,18 +47,7 @@ std::vector<uint8_t> ReadAll(const std::string& path) {
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-uint64_t RssBytes(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string key;
-  while (in >> key) {
-    if (key == "VmRSS:") {
-      uint64_t kib = 0;
-      in >> kib;
-      return kib * 1024;
-    }
-  }
-  return 0;
-}
+uint64_t RssBytes(pid_t pid) { return testing::ProcessRssBytes(pid); }
 
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
@@ -184,8 +174,7 @@ FfmpegRun RunFfmpeg(const std::string& input, int q, int threads) {
 
 int Run(const Options& o) {
   // Start the daemon on a socket of our own.
-  char dir_template[] = "/tmp/conveyor-bench-XXXXXX";
-  const std::string dir = mkdtemp(dir_template);
+  const std::string dir = testing::MakeTempDir("conveyor-bench");
   const std::string target = "unix:" + dir + "/conveyord.sock";
   std::vector<std::string> args = {o.conveyord, "--config", "", "--listen", target, "--log-level", "warn"};
   args.insert(args.end(), o.daemon_args.begin(), o.daemon_args.end());

@@ -1,0 +1,31 @@
+// Process helpers for tests (see test_process.h).
+#include "test_process.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <vector>
+
+namespace conveyor::testing {
+
+std::string MakeTempDir(const std::string& prefix) {
+  const char* base = std::getenv("TMPDIR");
+  std::string templ = std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/" + prefix + "-XXXXXX";
+  std::vector<char> buf(templ.begin(), templ.end());
+  buf.push_back('\0');
+  return mkdtemp(buf.data()) != nullptr ? std::string(buf.data()) : std::string();
+}
+
+uint64_t ProcessRssBytes(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string key;
+  while (in >> key) {
+    if (key == "VmRSS:") {
+      uint64_t kib = 0;
+      in >> kib;
+      return kib * 1024;
+    }
+  }
+  return 0;
+}
+
+}  // namespace conveyor::testing

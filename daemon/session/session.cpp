@@ -46,9 +46,7 @@ Session::Session(std::string id, Job job, SessionOptions options, std::shared_pt
   Touch();
 }
 
-Session::~Session() {
-  if (thread_.joinable()) thread_.join();
-}
+Session::~Session() = default;
 
 void Session::Start(SessionSink* sink) {
   {
@@ -56,8 +54,7 @@ void Session::Start(SessionSink* sink) {
     sink_ = sink;
   }
   // The thread holds the session alive until the pipeline has ended.
-  thread_ = std::thread([self = shared_from_this()] { self->Run(); });
-  thread_.detach();
+  std::thread([self = shared_from_this()] { self->Run(); }).detach();
 }
 
 void Session::DetachSink() {
@@ -89,8 +86,8 @@ StatusOr<bool> Session::TryPushContainerBytes(std::vector<uint8_t>& chunk) {
 StatusOr<bool> Session::TryPushFrameChunk(const v1::RawFrameChunk& chunk) {
   if (job_.container_input) return InvalidArgument("frame_chunk: this job's input is a container");
   const size_t expected = job_.RawFrameBytes();
+  std::lock_guard<std::mutex> lock(raw_mu_);  // raw_frames_ below is the pipeline thread's too
   const std::string frame = "frame_chunk (frame " + std::to_string(frames_in_.load() + raw_frames_.size()) + ")";
-  std::lock_guard<std::mutex> lock(raw_mu_);
   if (input_ended_) return InvalidArgument(frame + ": after end of input");
   if (!assembling_) {
     if (raw_frames_.size() >= static_cast<size_t>(options_.queue_frames)) {

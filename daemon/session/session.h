@@ -152,7 +152,6 @@ class Session : public std::enable_shared_from_this<Session> {
   double encode_seconds_ = 0, queue_seconds_ = 0;  // delivery thread only
   double decode_seconds_ = 0;                       // pipeline thread only
   std::atomic<bool> finished_{false};
-  std::thread thread_;
 };
 
 }  // namespace conveyor

@@ -33,6 +33,7 @@ const char* GpuBackendName() {
 StatusOr<std::vector<WorkerSlot>> CreateWorkers(const config::DaemonConfig& c) {
   WorkerOptions options;
   options.slots = c.gpu_slots;
+  options.max_launch_frames = c.gpu_launch_frames;
   options.max_width = c.max_width;
   options.max_height = c.max_height;
   options.cpu_threads = c.cpu_threads;

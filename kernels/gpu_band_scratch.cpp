@@ -3,8 +3,9 @@
 
 namespace conveyor {
 
-Status BandScratch::Reserve(const EncodePlan& p, hipStream_t stream, const std::function<Status()>& before_grow) {
-  const BandScratchSizes s = ScratchSizes(p);
+Status BandScratch::Reserve(const EncodePlan& p, int frames, hipStream_t stream,
+                            const std::function<Status()>& before_grow) {
+  const BandScratchSizes s = ScratchSizes(p, frames);
   const std::pair<DeviceBuffer*, size_t> want[] = {{&levels_, s.levels},
                                                    {&block_words_, s.block_words},
                                                    {&block_bits_, s.block_bits},

@@ -13,10 +13,10 @@ namespace conveyor {
 
 class BandScratch {
  public:
-  // Grows every buffer to fit `plan`. When one has to be replaced, `before_grow` runs
+  // Grows every buffer to fit `frames` frames of `plan` in one launch. When one has to be replaced, `before_grow` runs
   // first: it must wait for the encode stream, whose queued work may still use the old
   // buffer. `stream` is the encode stream, on which a new coordination buffer is zeroed.
-  Status Reserve(const EncodePlan& plan, hipStream_t stream, const std::function<Status()>& before_grow);
+  Status Reserve(const EncodePlan& plan, int frames, hipStream_t stream, const std::function<Status()>& before_grow);
 
   // Points the scratch fields of `b` (levels through coordination) at these buffers.
   void Fill(BandDeviceBuffers* b) const;

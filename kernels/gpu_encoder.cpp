@@ -75,7 +75,7 @@ Status GpuJpegEncoder::Impl::Reserve(const EncodePlan& p, size_t frame_bytes) {
   RETURN_IF_ERROR(tables_host.Reserve(sizeof(EncodeTables), "tables_host"));
   RETURN_IF_ERROR(source.Reserve(frame_bytes, "source"));
   // Every stream is idle between Encode() calls, so growing needs no wait.
-  RETURN_IF_ERROR(scratch.Reserve(p, encode.get(), [] { return OkStatus(); }));
+  RETURN_IF_ERROR(scratch.Reserve(p, 1, encode.get(), [] { return OkStatus(); }));
   RETURN_IF_ERROR(out.Reserve(p.band_capacity * p.num_bands, "out"));
   RETURN_IF_ERROR(tables.Reserve(sizeof(EncodeTables), "tables"));
   while (band_done.size() < static_cast<size_t>(p.num_bands)) {
@@ -104,12 +104,13 @@ Status GpuJpegEncoder::Impl::Run(const FrameView& frame, const EncodePlan& p,
                       "hipStreamWaitEvent(encode, uploaded)");
 
   BandDeviceBuffers b{};
-  b.source = PackedSourcePlanes(source.get<uint8_t>(), frame.format, frame.width, frame.height);
+  b.frames = 1;
+  b.frame[0].source = PackedSourcePlanes(source.get<uint8_t>(), frame.format, frame.width, frame.height);
   scratch.Fill(&b);
   b.tables = tables.get<EncodeTables>();
   for (int band = 0; band < p.num_bands; ++band) {
-    b.band_out = out.get<uint8_t>() + band * p.band_capacity;
-    b.band_bytes = band_bytes.device_get<uint32_t>() + band;
+    b.frame[0].band_out = out.get<uint8_t>() + band * p.band_capacity;
+    b.frame[0].band_bytes = band_bytes.device_get<uint32_t>() + band;
     RETURN_IF_ERROR(EnqueueBandStages(p, b, band, encode.get()));
     GPU_RETURN_IF_ERROR(hipEventRecord(band_done[band].get(), encode.get()),
                         "hipEventRecord(band_done " + std::to_string(band) + ")");

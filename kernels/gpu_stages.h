@@ -14,31 +14,56 @@
 
 namespace conveyor {
 
-// Device pointers one band's stages read and write. Band-local buffers (levels, block
-// bits, segment words) are reused from band to band, which is safe because every stage
-// of a frame runs on one stream in order.
-struct BandDeviceBuffers {
-  SourcePlanes source;          // the uploaded frame
-  int16_t* levels;              // colour+DCT -> coding, BandBlocks() * 64
-  uint32_t* block_words;        // coding: each block's raw bits, kMaxWordsPerBlock words
-  uint32_t* block_bits;         // coding: each block's bit count
-  uint32_t* segment_words;      // coding: SegmentWordCapacity() per band-local segment
-  // Coding kernel's cross-CTA state: [0] segment ticket counter, [1] finished-CTA
-  // counter, then one published size per band-local segment. Zero between launches
-  // (the last CTA of each launch clears it; BandScratch zeroes it when allocated).
-  uint32_t* coordination;
-  uint8_t* band_out;            // this band's packed bitstream (band_capacity)
-  uint32_t* band_bytes;         // this band's byte count (mapped host memory)
-  const EncodeTables* tables;   // device copy
+// Frames one launch may carry (grid.y picks the frame): the worker can put queued
+// frames of the same shape into one launch. Four bounds the kernels' parameter block;
+// more did not pay on the H200 (BENCHMARKS.md).
+constexpr int kMaxLaunchFrames = 4;
+
+// What one frame of a launch reads and writes besides the scratch.
+struct BandFrame {
+  SourcePlanes source;   // the uploaded (or scaled) frame
+  uint8_t* band_out;     // this band's packed bitstream (band_capacity)
+  uint32_t* band_bytes;  // this band's byte count (mapped host memory)
 };
 
-// Bytes of each band-local scratch buffer above for this plan.
+// Elements of each band-local scratch buffer that one frame of a launch uses.
 struct BandScratchSizes {
   size_t levels, block_words, block_bits, segment_words, coordination;
 };
-BandScratchSizes ScratchSizes(const EncodePlan& plan);
+CONVEYOR_HD inline BandScratchSizes ScratchElements(const EncodePlan& p) {
+  BandScratchSizes s;
+  const size_t blocks = p.BandBlocks();
+  const size_t segments = p.MaxBandSegments();
+  s.levels = blocks * 64;
+  s.block_words = blocks * kMaxWordsPerBlock;  // two halves of kMaxWordsPerBlock / 2
+  s.block_bits = blocks * 2;                   // a count per half block
+  s.segment_words = segments * p.SegmentWordCapacity();
+  s.coordination = 2 + segments;
+  return s;
+}
 
-// Every stage of `band`, enqueued on `stream`. Returns launch errors only; execution
+// Device pointers one band's stages read and write, for the `frames` frames of one
+// launch. The scratch buffers hold a region per frame, ScratchElements() apart. They are
+// reused from band to band and launch to launch, which is safe because every stage runs
+// on one stream in order.
+struct BandDeviceBuffers {
+  BandFrame frame[kMaxLaunchFrames];
+  int frames;                   // 1 .. kMaxLaunchFrames, all with the same plan
+  int16_t* levels;              // colour+DCT -> coding, BandBlocks() * 64
+  uint32_t* block_words;        // coding: each half block's raw bits
+  uint32_t* block_bits;         // coding: each half block's bit count
+  uint32_t* segment_words;      // coding: SegmentWordCapacity() per band-local segment
+  // Coding kernel's cross-CTA state, per frame: [0] segment ticket counter, [1]
+  // finished-CTA counter, then one published size per band-local segment. Zero between
+  // launches (the last CTA of each frame clears it; BandScratch zeroes it when allocated).
+  uint32_t* coordination;
+  const EncodeTables* tables;   // device copy
+};
+
+// Bytes of each scratch buffer above for `frames` frames of this plan.
+BandScratchSizes ScratchSizes(const EncodePlan& plan, int frames);
+
+// Every stage of `band` for every frame of `buffers`, enqueued on `stream`. Returns launch errors only; execution
 // errors surface at the next wait on the stream or an event recorded after.
 Status EnqueueBandStages(const EncodePlan& plan, const BandDeviceBuffers& buffers, int band,
                          hipStream_t stream);

@@ -88,11 +88,13 @@ CONVEYOR_HD inline void FdctRow(const uint8_t* samples, int32_t* work_row) {
 }
 
 // Pass 2 over column `col` of the work block, then quantisation; writes the column's
-// eight levels into `levels` in zigzag order, the order the Huffman stage reads.
+// eight levels into `levels` in zigzag order, the order the Huffman stage reads. The work
+// block's rows are `row_stride` entries apart (the GPU pads them against bank conflicts).
 CONVEYOR_HD inline void FdctColumnQuantize(const int32_t* work, int col, const QuantTable& quant,
-                                           const uint8_t* zigzag_position, int16_t* levels) {
+                                           const uint8_t* zigzag_position, int16_t* levels,
+                                           int row_stride = 8) {
   int32_t in[8], out[8];
-  for (int i = 0; i < 8; ++i) in[i] = work[i * 8 + col];
+  for (int i = 0; i < 8; ++i) in[i] = work[i * row_stride + col];
   dct::Fdct8<false, int32_t>(in, out, 1);
   for (int i = 0; i < 8; ++i) {
     const int idx = i * 8 + col;

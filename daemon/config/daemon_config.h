@@ -37,7 +37,8 @@ struct DaemonConfig {
   int input_queue_bytes = 16 << 20;
   // [workers]
   std::string workers = "auto";           // auto (every GPU, else the CPU), gpu, cpu
-  int gpu_slots = 3;                      // frames in flight per GPU worker (pinned slot ring)
+  int gpu_slots = 8;                      // frames in flight per GPU worker (pinned slot ring)
+  int gpu_launch_frames = 1;              // frames of one shape a GPU launch may carry
   int cpu_threads = 0;                    // 0: one per hardware thread
   int decode_threads = 0;                 // FFmpeg frame threads per session; 0: FFmpeg's choice
   double drain_timeout_s = 30;            // on SIGTERM, seconds sessions get before cancellation

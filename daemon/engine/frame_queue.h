@@ -29,6 +29,15 @@ class FrameQueue {
     return item;
   }
 
+  // The next item if one is queued now; never blocks.
+  std::optional<T> TryPop() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (items_.empty()) return std::nullopt;
+    T item = std::move(items_.front());
+    items_.pop_front();
+    return item;
+  }
+
   void Close() {
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -4,10 +4,12 @@
 //   upload:   H2D of the slot's input                        -> ev_uploaded
 //   encode:   waits ev_uploaded; the four stages band by band -> ev_band[k] after band k
 //   readback: waits ev_band[k]; D2H of band k alone
-// The issue thread queues a frame's copies and kernels and moves on. Each encode lane has
-// a delivery thread that waits on one event at a time, reads band k's size from mapped
-// memory, queues band k's readback and gathers the bytes; frames then reach the caller
-// in submission order (a small reorder step). One delivery thread per lane, because a
+// The issue thread queues a frame's copies and kernels and moves on. Frames of the same
+// shape that are already queued go together: one launch per band and stage carries up
+// to max_launch_frames of them (a single 1080p band fills too few SMs on its own). Each
+// encode lane has a delivery thread that waits on one event at a time, reads band k's
+// size from mapped memory, queues band k's readback and gathers the bytes; frames then
+// reach the caller in submission order (a small reorder step). One delivery thread per lane, because a
 // frame's readback is a chain of host round trips (band done -> queue its copy -> copy
 // done) that would otherwise serialise frames the two lanes encode side by side. Nothing calls
 // device-wide synchronisation; a slot goes back to the pool only after its last copy's
@@ -92,10 +94,10 @@ class GpuWorker : public Worker {
       pinned_bytes_ += s.output.size();
       device_bytes_ += s.source.size() + s.out.size();
     }
-    for (EncodeLane& lane : lanes_) RETURN_IF_ERROR(ReserveScratch(lane, p));
+    for (EncodeLane& lane : lanes_) RETURN_IF_ERROR(ReserveScratch(lane, p, LaunchFrames()));
     issue_thread_ = std::thread([this] { IssueLoop(); });
     for (size_t i = 0; i < lanes_.size(); ++i) {
-      delivery_queues_.push_back(std::make_unique<FrameQueue<int>>());
+      delivery_queues_.push_back(std::make_unique<FrameQueue<std::vector<int>>>());
       delivery_threads_.emplace_back([this, i] { DeliveryLoop(static_cast<int>(i)); });
     }
     return OkStatus();
@@ -147,6 +149,8 @@ class GpuWorker : public Worker {
     st.in_flight = in_flight_.load();
     st.issue_busy_s = issue_busy_ns_.load() / 1e9;
     st.delivery_busy_s = delivery_busy_ns_.load() / 1e9;
+    st.launch_groups = launch_groups_.load();
+    st.launch_group_frames = launch_group_frames_.load();
     return st;
   }
 
@@ -223,6 +227,7 @@ class GpuWorker : public Worker {
     std::vector<EncodePlan> plans;
     std::vector<size_t> out_offset;  // per rendition, into `out`
     std::vector<std::optional<ScalePlan>> scale_plans;  // per rendition; empty: source size
+    size_t scaled_bytes = 0;  // the largest scaled rendition
     Status status;
     int lane = 0;           // the encode lane (and delivery thread) this frame uses
     uint64_t sequence = 0;  // submission order, for in-order delivery
@@ -277,9 +282,9 @@ class GpuWorker : public Worker {
 
   // Scratch shared by every slot, used only on the encode stream. Growing waits for that
   // stream first; it happens only when a frame needs more than any before it.
-  Status ReserveScratch(EncodeLane& lane, const EncodePlan& p) {
+  Status ReserveScratch(EncodeLane& lane, const EncodePlan& p, int frames) {
     const uint64_t before = lane.scratch.bytes();
-    RETURN_IF_ERROR(lane.scratch.Reserve(p, lane.stream.get(), [&lane] {
+    RETURN_IF_ERROR(lane.scratch.Reserve(p, frames, lane.stream.get(), [&lane] {
       return GpuStatus(hipStreamSynchronize(lane.stream.get()), "hipStreamSynchronize(encode) before growing scratch");
     }));
     device_bytes_ += lane.scratch.bytes() - before;
@@ -322,14 +327,34 @@ class GpuWorker : public Worker {
     return v;
   }
 
-  // Everything the GPU does for one frame, queued without waiting.
-  Status Issue(Slot& s) {
+  int LaunchFrames() const { return std::clamp(options_.max_launch_frames, 1, kMaxLaunchFrames); }
+
+  // Whether two frames can share launches: the same plans, so the same size, format,
+  // colour signalling and renditions.
+  static bool SameShape(const FrameRequest& a, const FrameRequest& b) {
+    const FrameView &x = a.frame, &y = b.frame;
+    if (x.width != y.width || x.height != y.height || x.format != y.format || x.matrix != y.matrix ||
+        x.EffectiveRange() != y.EffectiveRange() || a.renditions.size() != b.renditions.size()) {
+      return false;
+    }
+    for (size_t i = 0; i < a.renditions.size(); ++i) {
+      const EncodeParams &p = a.renditions[i].params, &q = b.renditions[i].params;
+      if (RenditionWidth(a, i) != RenditionWidth(b, i) || RenditionHeight(a, i) != RenditionHeight(b, i) ||
+          p.quality != q.quality || p.subsampling != q.subsampling || p.restart_interval != q.restart_interval) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // The plans of a frame's renditions, and the buffers and events its slot needs.
+  Status Plan(Slot& s) {
     const FrameView& f = s.request.frame;
     s.plans.clear();
     s.out_offset.clear();
-    size_t out_total = 0, bands_total = 0;
     s.scale_plans.assign(s.request.renditions.size(), std::nullopt);
-    size_t scaled_bytes = 0;
+    s.scaled_bytes = 0;
+    size_t out_total = 0, bands_total = 0;
     for (size_t i = 0; i < s.request.renditions.size(); ++i) {
       const Rendition& r = s.request.renditions[i];
       FrameView shape = f;  // the frame this rendition encodes, as a shape: plane pointers are not read
@@ -338,7 +363,7 @@ class GpuWorker : public Worker {
                                                      RenditionHeight(s.request, i)));
         shape.width = sp.dst_width;
         shape.height = sp.dst_height;
-        scaled_bytes = std::max(scaled_bytes, sp.dst_size);
+        s.scaled_bytes = std::max(s.scaled_bytes, sp.dst_size);
         s.scale_plans[i] = sp;
       }
       const PlaneGeometry g = PackedPlaneGeometry(f.format, shape.width, shape.height);
@@ -352,8 +377,6 @@ class GpuWorker : public Worker {
       bands_total += plan.num_bands;
       s.plans.push_back(plan);
     }
-    EncodeLane& lane = lanes_[s.lane];
-    if (scaled_bytes > 0) RETURN_IF_ERROR(ReserveScaled(lane, scaled_bytes));
     if (bands_total > kMaxBandsPerFrame) return InvalidArgument("too many bands in one frame");
 
     // Slot buffers: the slot is ours, nothing in flight uses them.
@@ -374,151 +397,234 @@ class GpuWorker : public Worker {
         s.band_copy_end.push_back(std::move(d));
       }
     }
-    for (const EncodePlan& p : s.plans) RETURN_IF_ERROR(ReserveScratch(lane, p));
-    std::vector<const EncodeTables*> tables;
-    for (const Rendition& r : s.request.renditions) {
-      ASSIGN_OR_RETURN(const EncodeTables* t, TablesFor(r.params.quality, s.index));
-      tables.push_back(t);
-    }
+    return OkStatus();
+  }
 
-    // Upload.
+  Status Upload(Slot& s) {
     if (options_.stage_timing) (void)hipEventRecord(s.upload_start.get(), upload_.get());
     RETURN_IF_ERROR(Injected("hipMemcpyAsync(upload)", s.index));
     RETURN_IF_ERROR(Check("hipMemcpyAsync(upload)", s.index,
                           hipMemcpyAsync(s.source.get(), s.direct ? s.request.frame.plane[0] : s.input.get<uint8_t>(),
                                          s.frame_bytes, hipMemcpyHostToDevice, upload_.get())));
-    RETURN_IF_ERROR(Check("hipEventRecord(uploaded)", s.index, hipEventRecord(s.uploaded.get(), upload_.get())));
+    return Check("hipEventRecord(uploaded)", s.index, hipEventRecord(s.uploaded.get(), upload_.get()));
+  }
 
-    // Encode, band by band, an event after each.
-    RETURN_IF_ERROR(Check("hipStreamWaitEvent(encode, uploaded)", s.index,
-                          hipStreamWaitEvent(lane.stream.get(), s.uploaded.get(), 0)));
-    if (options_.stage_timing) (void)hipEventRecord(s.encode_start.get(), lane.stream.get());
+  static std::string SlotNames(const std::vector<Slot*>& group) {
+    std::string names = group.size() == 1 ? "slot " : "slots ";
+    for (size_t i = 0; i < group.size(); ++i) names += (i ? "," : "") + std::to_string(group[i]->index);
+    return names;
+  }
+
+  // Everything the GPU does for a group of same-shape frames, queued without waiting.
+  // A frame whose planning or upload fails gets its own status and leaves the group;
+  // a failed launch fails every frame still in it (they shared it).
+  void Issue(std::vector<Slot*> group) {
+    std::vector<Slot*> live;
+    for (Slot* s : group) {
+      s->status = Plan(*s);
+      if (s->status.ok()) s->status = Upload(*s);
+      if (s->status.ok()) live.push_back(s);
+    }
+    if (live.empty()) return;
+    const Status launched = Launch(live);
+    if (!launched.ok()) {
+      for (Slot* s : live) s->status = launched;
+    }
+  }
+
+  Status Launch(const std::vector<Slot*>& group) {
+    Slot& first = *group.front();
+    const FrameView& f = first.request.frame;
+    const int frames = static_cast<int>(group.size());
+    const std::string names = SlotNames(group);
+    EncodeLane& lane = lanes_[first.lane];
+    if (first.scaled_bytes > 0) RETURN_IF_ERROR(ReserveScaled(lane, first.scaled_bytes * frames));
+    for (const EncodePlan& p : first.plans) RETURN_IF_ERROR(ReserveScratch(lane, p, frames));
+    std::vector<const EncodeTables*> tables;
+    for (const Rendition& r : first.request.renditions) {
+      ASSIGN_OR_RETURN(const EncodeTables* t, TablesFor(r.params.quality, first.index));
+      tables.push_back(t);
+    }
+
+    // Encode, band by band, an event after each, once every frame has uploaded.
+    for (Slot* s : group) {
+      RETURN_IF_ERROR(Check("hipStreamWaitEvent(encode, uploaded)", s->index,
+                            hipStreamWaitEvent(lane.stream.get(), s->uploaded.get(), 0)));
+      if (options_.stage_timing) (void)hipEventRecord(s->encode_start.get(), lane.stream.get());
+    }
     int flat = 0;
-    for (size_t r = 0; r < s.plans.size(); ++r) {
-      const EncodePlan& p = s.plans[r];
+    for (size_t r = 0; r < first.plans.size(); ++r) {
+      const EncodePlan& p = first.plans[r];
       BandDeviceBuffers b{};
-      // The frame this rendition's bands read: the upload itself, or its scaled copy.
-      // Renditions take turns in the one scaled buffer: all of it is encode-stream work.
-      const uint8_t* frame = s.source.get<uint8_t>();
-      if (s.scale_plans[r]) {
-        const SourcePlanes uploaded = PackedSourcePlanes(s.source.get<uint8_t>(), f.format, f.width, f.height);
-        RETURN_IF_ERROR(Injected("launch scale", s.index));
-        RETURN_IF_ERROR(EnqueueScale(*s.scale_plans[r], uploaded, lane.scaled.get<uint8_t>(), lane.stream.get())
-                            .WithContext("slot " + std::to_string(s.index)));
-        frame = lane.scaled.get<uint8_t>();
+      b.frames = frames;
+      for (int i = 0; i < frames; ++i) {
+        const Slot& s = *group[i];
+        // The frame this rendition's bands read: the upload itself, or its scaled copy.
+        // Renditions take turns in the lane's scaled buffer: all of it is encode-stream work.
+        const uint8_t* frame = s.source.get<uint8_t>();
+        if (first.scale_plans[r]) {
+          const SourcePlanes uploaded = PackedSourcePlanes(s.source.get<uint8_t>(), f.format, f.width, f.height);
+          uint8_t* scaled = lane.scaled.get<uint8_t>() + i * first.scaled_bytes;
+          RETURN_IF_ERROR(Injected("launch scale", s.index));
+          RETURN_IF_ERROR(EnqueueScale(*first.scale_plans[r], uploaded, scaled, lane.stream.get())
+                              .WithContext("slot " + std::to_string(s.index)));
+          frame = scaled;
+        }
+        b.frame[i].source = PackedSourcePlanes(frame, f.format, p.width, p.height);
       }
-      b.source = PackedSourcePlanes(frame, f.format, p.width, p.height);
       lane.scratch.Fill(&b);
       b.tables = tables[r];
       for (int band = 0; band < p.num_bands; ++band, ++flat) {
-        b.band_out = s.out.get<uint8_t>() + s.out_offset[r] + band * p.band_capacity;
-        b.band_bytes = s.band_bytes.device_get<uint32_t>() + flat;
-        RETURN_IF_ERROR(Injected("launch band stages", s.index));
-        RETURN_IF_ERROR(EnqueueBandStages(p, b, band, lane.stream.get()).WithContext("slot " + std::to_string(s.index)));
-        RETURN_IF_ERROR(Check("hipEventRecord(band_done)", s.index,
-                              hipEventRecord(s.band_done[flat].get(), lane.stream.get())));
+        for (int i = 0; i < frames; ++i) {
+          const Slot& s = *group[i];
+          b.frame[i].band_out = s.out.get<uint8_t>() + s.out_offset[r] + band * p.band_capacity;
+          b.frame[i].band_bytes = s.band_bytes.device_get<uint32_t>() + flat;
+        }
+        RETURN_IF_ERROR(Injected("launch band stages", first.index).WithContext(names));
+        RETURN_IF_ERROR(EnqueueBandStages(p, b, band, lane.stream.get()).WithContext(names));
+        for (Slot* s : group) {
+          RETURN_IF_ERROR(Check("hipEventRecord(band_done)", s->index,
+                                hipEventRecord(s->band_done[flat].get(), lane.stream.get())));
+        }
       }
     }
     return OkStatus();
   }
 
+  // Takes frames off the issue queue in groups: the first waiting frame and those queued
+  // right behind it with the same shape, up to max_launch_frames. A frame of another
+  // shape starts the next group.
   void IssueLoop() {
     (void)hipSetDevice(device_);  // once, for this thread
     uint64_t sequence = 0;
-    while (auto index = issue_queue_.Pop()) {
-      Slot& s = slots_[*index];
-      s.started = std::chrono::steady_clock::now();
-      s.sequence = sequence++;
-      s.lane = next_lane_;
+    std::optional<int> next;
+    for (;;) {
+      std::optional<int> head = next ? next : issue_queue_.Pop();
+      next.reset();
+      if (!head) break;
+      std::vector<Slot*> group = {&slots_[*head]};
+      while (static_cast<int>(group.size()) < LaunchFrames()) {
+        next = issue_queue_.TryPop();
+        if (!next) break;
+        if (!SameShape(group.front()->request, slots_[*next].request)) break;
+        group.push_back(&slots_[*next]);
+        next.reset();
+      }
+      if (options_.test_on_issue) options_.test_on_issue(static_cast<int>(group.size()));
+      const SteadyTime started = std::chrono::steady_clock::now();
+      const int lane = next_lane_;
       next_lane_ = (next_lane_ + 1) % static_cast<int>(lanes_.size());
+      std::vector<int> indices;
+      for (Slot* s : group) {
+        s->started = started;
+        s->sequence = sequence++;
+        s->lane = lane;
+        indices.push_back(s->index);
+      }
       {
         std::shared_lock<std::shared_mutex> lock(recover_mu_);  // Recover() swaps the streams
         if (dead_.load()) {
-          s.status = Unavailable(Describe() + " is out of service: " + dead_reason_);
+          for (Slot* s : group) s->status = Unavailable(Describe() + " is out of service: " + dead_reason_);
         } else {
-          s.status = Issue(s);
+          Issue(group);
         }
       }
+      launch_groups_.fetch_add(1);
+      launch_group_frames_.fetch_add(group.size());
       issue_busy_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
-                                                                             s.started).count();
-      delivery_queues_[s.lane]->Push(*index);
+                                                                             started).count();
+      delivery_queues_[lane]->Push(std::move(indices));
     }
   }
 
-  // Reads a frame back band by band and delivers it.
-  Status Deliver(Slot& s, FrameResult* result) {
-    RETURN_IF_ERROR(Check("hipEventSynchronize(uploaded)", s.index, hipEventSynchronize(s.uploaded.get())));
-    // The upload has completed: the input, pinned slot or caller memory, may be written
-    // again from here on.
-    if (s.direct) {
-      ReleaseInput(s);
-    } else if (options_.test_on_input_free) {
-      options_.test_on_input_free(s.index, s.input.get<uint8_t>(), s.frame_bytes);
+  // Reads a group's frames back band by band, band k of every frame before band k+1 of
+  // any, into `results` (one per frame of the group).
+  Status Deliver(const std::vector<Slot*>& group, const std::vector<FrameResult*>& results) {
+    for (Slot* s : group) {
+      RETURN_IF_ERROR(Check("hipEventSynchronize(uploaded)", s->index, hipEventSynchronize(s->uploaded.get())));
+      // The upload has completed: the input, pinned slot or caller memory, may be
+      // written again from here on.
+      if (s->direct) {
+        ReleaseInput(*s);
+      } else if (options_.test_on_input_free) {
+        options_.test_on_input_free(s->index, s->input.get<uint8_t>(), s->frame_bytes);
+      }
     }
-
+    const std::vector<EncodePlan>& plans = group.front()->plans;  // the group's frames share them
     int bands_total = 0;
-    for (const EncodePlan& p : s.plans) bands_total += p.num_bands;
+    for (const EncodePlan& p : plans) bands_total += p.num_bands;
     if (!options_.progress_events) {
       // The seed's pattern: readback only after the whole frame is encoded.
-      RETURN_IF_ERROR(Check("hipEventSynchronize(frame encoded)", s.index,
-                            hipEventSynchronize(s.band_done[bands_total - 1].get())));
+      for (Slot* s : group) {
+        RETURN_IF_ERROR(Check("hipEventSynchronize(frame encoded)", s->index,
+                              hipEventSynchronize(s->band_done[bands_total - 1].get())));
+      }
     }
-    const volatile uint32_t* counts = s.band_bytes.get<uint32_t>();
-    // Copies in flight, oldest first: (band buffer, bytes). A band buffer is read by the
-    // host, and then reused, only after its copy's event has completed.
+    // Each frame's copies in flight, oldest first: (band buffer, bytes). A band buffer is
+    // read by the host, and then reused, only after its copy's event has completed.
     struct InFlight {
       int buffer;
       uint32_t bytes;
     };
-    std::deque<InFlight> in_flight;
+    std::vector<std::deque<InFlight>> in_flight(group.size());
     int flat = 0;
-    for (size_t r = 0; r < s.plans.size(); ++r) {
-      const EncodePlan& p = s.plans[r];
-      std::vector<uint8_t>& jpeg = result->jpeg[r];
-      const size_t buffer_bytes = s.output.size() / kReadbackBuffers;
-      auto append_oldest = [&]() -> Status {
-        const InFlight c = in_flight.front();
-        in_flight.pop_front();
+    for (size_t r = 0; r < plans.size(); ++r) {
+      const EncodePlan& p = plans[r];
+      auto append_oldest = [&](size_t i) -> Status {
+        Slot& s = *group[i];
+        const InFlight c = in_flight[i].front();
+        in_flight[i].pop_front();
         RETURN_IF_ERROR(Check("hipEventSynchronize(copied)", s.index, hipEventSynchronize(s.copied[c.buffer].get())));
-        if (result->times.first_byte == SteadyTime{}) result->times.first_byte = std::chrono::steady_clock::now();
-        const uint8_t* bytes = s.output.get<uint8_t>() + c.buffer * buffer_bytes;
-        jpeg.insert(jpeg.end(), bytes, bytes + c.bytes);
+        FrameResult& result = *results[i];
+        if (result.times.first_byte == SteadyTime{}) result.times.first_byte = std::chrono::steady_clock::now();
+        const uint8_t* bytes = s.output.get<uint8_t>() + c.buffer * (s.output.size() / kReadbackBuffers);
+        result.jpeg[r].insert(result.jpeg[r].end(), bytes, bytes + c.bytes);
         return OkStatus();
       };
-      AppendJfifHeader(p, &jpeg);
+      for (FrameResult* result : results) AppendJfifHeader(p, &result->jpeg[r]);
       for (int band = 0; band < p.num_bands; ++band, ++flat) {
-        Event& done = s.band_done[flat];
-        RETURN_IF_ERROR(Check("hipEventSynchronize(band_done " + std::to_string(band) + ")", s.index,
-                              hipEventSynchronize(done.get())));
-        const uint32_t n = counts[flat];
-        if (n > p.band_capacity) {
-          return Internal("band " + std::to_string(band) + " overflowed its buffer (slot " +
-                          std::to_string(s.index) + ")");
+        for (size_t i = 0; i < group.size(); ++i) {
+          Slot& s = *group[i];
+          Event& done = s.band_done[flat];
+          RETURN_IF_ERROR(Check("hipEventSynchronize(band_done " + std::to_string(band) + ")", s.index,
+                                hipEventSynchronize(done.get())));
+          const volatile uint32_t* counts = s.band_bytes.get<uint32_t>();  // mapped
+          const uint32_t n = counts[flat];
+          if (n > p.band_capacity) {
+            return Internal("band " + std::to_string(band) + " overflowed its buffer (slot " +
+                            std::to_string(s.index) + ")");
+          }
+          if (in_flight[i].size() == kReadbackBuffers) RETURN_IF_ERROR(append_oldest(i));
+          const int buffer = flat % kReadbackBuffers;
+          RETURN_IF_ERROR(Check("hipStreamWaitEvent(readback, band_done)", s.index,
+                                hipStreamWaitEvent(readback_.get(), done.get(), 0)));
+          if (options_.stage_timing) (void)hipEventRecord(s.band_copy_start[flat].get(), readback_.get());
+          RETURN_IF_ERROR(Injected("hipMemcpyAsync(readback)", s.index));
+          RETURN_IF_ERROR(Check("hipMemcpyAsync(readback)", s.index,
+                                hipMemcpyAsync(s.output.get<uint8_t>() + buffer * (s.output.size() / kReadbackBuffers),
+                                               s.out.get<uint8_t>() + s.out_offset[r] + band * p.band_capacity, n,
+                                               hipMemcpyDeviceToHost, readback_.get())));
+          if (options_.stage_timing) (void)hipEventRecord(s.band_copy_end[flat].get(), readback_.get());
+          RETURN_IF_ERROR(Check("hipEventRecord(copied)", s.index,
+                                hipEventRecord(s.copied[buffer].get(), readback_.get())));
+          in_flight[i].push_back({buffer, n});
         }
-        if (in_flight.size() == kReadbackBuffers) RETURN_IF_ERROR(append_oldest());
-        const int buffer = flat % kReadbackBuffers;
-        RETURN_IF_ERROR(Check("hipStreamWaitEvent(readback, band_done)", s.index,
-                              hipStreamWaitEvent(readback_.get(), done.get(), 0)));
-        if (options_.stage_timing) (void)hipEventRecord(s.band_copy_start[flat].get(), readback_.get());
-        RETURN_IF_ERROR(Injected("hipMemcpyAsync(readback)", s.index));
-        RETURN_IF_ERROR(Check("hipMemcpyAsync(readback)", s.index,
-                              hipMemcpyAsync(s.output.get<uint8_t>() + buffer * buffer_bytes,
-                                             s.out.get<uint8_t>() + s.out_offset[r] + band * p.band_capacity, n,
-                                             hipMemcpyDeviceToHost, readback_.get())));
-        if (options_.stage_timing) (void)hipEventRecord(s.band_copy_end[flat].get(), readback_.get());
-        RETURN_IF_ERROR(Check("hipEventRecord(copied)", s.index,
-                              hipEventRecord(s.copied[buffer].get(), readback_.get())));
-        in_flight.push_back({buffer, n});
       }
-      while (!in_flight.empty()) RETURN_IF_ERROR(append_oldest());
-      AppendJfifTrailer(&jpeg);
+      for (size_t i = 0; i < group.size(); ++i) {
+        while (!in_flight[i].empty()) RETURN_IF_ERROR(append_oldest(i));
+        AppendJfifTrailer(&results[i]->jpeg[r]);
+      }
     }
     if (options_.stage_timing) {
-      result->times.upload = {SinceStart(s.upload_start), SinceStart(s.uploaded)};
-      result->times.encode = {SinceStart(s.encode_start), SinceStart(s.band_done[bands_total - 1])};
-      for (int k = 0; k < bands_total; ++k) {
-        result->times.band_done.push_back(SinceStart(s.band_done[k]));
-        result->times.band_readback.push_back({SinceStart(s.band_copy_start[k]), SinceStart(s.band_copy_end[k])});
+      for (size_t i = 0; i < group.size(); ++i) {
+        Slot& s = *group[i];
+        FrameTimes& t = results[i]->times;
+        t.upload = {SinceStart(s.upload_start), SinceStart(s.uploaded)};
+        t.encode = {SinceStart(s.encode_start), SinceStart(s.band_done[bands_total - 1])};
+        for (int k = 0; k < bands_total; ++k) {
+          t.band_done.push_back(SinceStart(s.band_done[k]));
+          t.band_readback.push_back({SinceStart(s.band_copy_start[k]), SinceStart(s.band_copy_end[k])});
+        }
       }
     }
     return OkStatus();
@@ -555,32 +661,52 @@ class GpuWorker : public Worker {
 
   void DeliveryLoop(int lane) {
     (void)hipSetDevice(device_);  // once, for this thread
-    while (auto index = delivery_queues_[lane]->Pop()) {
-      Slot& s = slots_[*index];
-      FrameResult result;
-      result.id = s.request.id;
-      result.times.submitted = s.submitted;
-      result.times.started = s.started;
-      result.jpeg.resize(s.request.renditions.size());
+    while (auto indices = delivery_queues_[lane]->Pop()) {
+      std::vector<Slot*> group, live;
+      std::vector<FrameResult> results(indices->size());
+      std::vector<FrameResult*> live_results;
+      for (size_t i = 0; i < indices->size(); ++i) {
+        Slot& s = slots_[(*indices)[i]];
+        FrameResult& result = results[i];
+        result.id = s.request.id;
+        result.times.submitted = s.submitted;
+        result.times.started = s.started;
+        result.jpeg.resize(s.request.renditions.size());
+        result.status = s.status;
+        group.push_back(&s);
+        if (s.status.ok()) {
+          live.push_back(&s);
+          live_results.push_back(&result);
+        }
+      }
       const SteadyTime deliver_start = std::chrono::steady_clock::now();
-      Status status = s.status;
-      if (status.ok()) {
+      if (!live.empty()) {
         std::shared_lock<std::shared_mutex> lock(recover_mu_);  // streams stay while we use them
-        status = Deliver(s, &result);
+        const Status status = Deliver(live, live_results);
+        if (!status.ok()) {
+          for (FrameResult* r : live_results) r->status = status;
+        }
       }
-      delivery_busy_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
-                                                                                deliver_start).count();
-      result.times.done = std::chrono::steady_clock::now();
-      if (!status.ok()) {
-        result.status = status.WithContext(Describe());
+      const SteadyTime done = std::chrono::steady_clock::now();
+      delivery_busy_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(done - deliver_start).count();
+      std::optional<Status> failure;
+      for (FrameResult& result : results) {
+        result.times.done = done;
+        if (result.status.ok()) continue;
+        result.status = result.status.WithContext(Describe());
         result.jpeg.clear();
-        // The issue thread may have queued later frames on these streams already; they
-        // fail with this frame or complete, and Recover() waits for them either way.
-        std::unique_lock<std::shared_mutex> lock(recover_mu_);
-        Recover(status);  // waits for every stream, so no copy still reads the input
+        if (!failure) failure = result.status;
       }
-      ReleaseInput(s);
-      HandOver(s.sequence, *index, std::move(result));
+      if (failure) {
+        // The issue thread may have queued later frames on these streams already; they
+        // fail with this group or complete, and Recover() waits for them either way.
+        std::unique_lock<std::shared_mutex> lock(recover_mu_);
+        Recover(*failure);  // waits for every stream, so no copy still reads the input
+      }
+      for (size_t i = 0; i < group.size(); ++i) {
+        ReleaseInput(*group[i]);
+        HandOver(group[i]->sequence, group[i]->index, std::move(results[i]));
+      }
     }
   }
 
@@ -633,7 +759,7 @@ class GpuWorker : public Worker {
   std::map<int, TablesEntry> tables_;  // issue thread only
 
   FrameQueue<int> issue_queue_;
-  std::vector<std::unique_ptr<FrameQueue<int>>> delivery_queues_;  // one per encode lane
+  std::vector<std::unique_ptr<FrameQueue<std::vector<int>>>> delivery_queues_;  // groups, one queue per lane
   std::thread issue_thread_;
   std::vector<std::thread> delivery_threads_;
   // Issue and delivery use the streams shared; Recover() swaps them exclusively.
@@ -649,6 +775,7 @@ class GpuWorker : public Worker {
   std::atomic<uint64_t> pinned_bytes_{0};  // grows on the issue thread, read by Stats()
   std::atomic<int> in_flight_{0};
   std::atomic<int64_t> issue_busy_ns_{0}, delivery_busy_ns_{0};
+  std::atomic<uint64_t> launch_groups_{0}, launch_group_frames_{0};
 };
 
 }  // namespace

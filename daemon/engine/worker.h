@@ -70,7 +70,10 @@ class HostMemoryRegistration {
 };
 
 struct WorkerOptions {
-  int slots = 3;                 // frames in flight (pinned slot ring of the GPU worker)
+  // Frames in flight (the GPU worker's ring of pinned slots). Eight keep both encode
+  // streams busy while other frames upload and read back (BENCHMARKS.md, 1080p on the
+  // H200: 3 slots 8.4k frames/s, 8 slots 10.4k, 12 slots 11.5k).
+  int slots = 8;
   int max_width = 3840;          // pinned and device buffers are sized for this at start
   int max_height = 2160;
   bool progress_events = true;   // GPU: read band k back when band k is done (the fix)
@@ -80,6 +83,10 @@ struct WorkerOptions {
   // GPU: encode streams that consecutive frames take turns on, so that two frames'
   // small launches can run side by side (each stream has its own scratch).
   int encode_streams = 2;
+  // GPU: most frames of the same shape (size, format, renditions) one launch carries.
+  // A launch only takes frames already queued, so batching never waits for frames. Off
+  // (1) by default: on the H200 it did not pay (BENCHMARKS.md, "frames per launch").
+  int max_launch_frames = 1;
   bool stage_timing = false;     // GPU: timing events around upload, encode and readback
   int cpu_threads = 0;           // CPU worker: 0 = one per hardware thread
 
@@ -89,6 +96,9 @@ struct WorkerOptions {
   // Called before each runtime call with its name; a non-OK return is used as that
   // call's result (fault injection).
   std::function<Status(const std::string& call)> test_fault;
+  // GPU worker: called on the issue thread before each group of frames is issued, with
+  // the group's size; blocking in it holds the issue thread (to make groups form).
+  std::function<void(int frames)> test_on_issue;
 };
 
 // Blocks per band the GPU worker aims for when band_rows is 0: enough to spread one
@@ -106,6 +116,9 @@ struct WorkerStats {
   // (one per encode lane, summed) spent waiting for and copying bands (host-side limits
   // show here).
   double issue_busy_s = 0, delivery_busy_s = 0;
+  // GPU worker: groups of frames issued together (one launch per band and stage carries
+  // a group), and the frames in them; frames / launch_groups is the mean batch.
+  uint64_t launch_groups = 0, launch_group_frames = 0;
 };
 
 class Worker {

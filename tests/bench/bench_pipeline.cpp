@@ -87,8 +87,11 @@ uint64_t RssBytes() {
 
 struct ModeResult {
   std::string mode;
-  uint64_t rss_after_warmup = 0, rss_after = 0, pinned_bytes = 0, device_bytes = 0;
+  // RSS after the warm-up, half way through the timed frames (growth that stops early
+  // is the allocator settling; growth in the second half would be a leak), and at the end.
+  uint64_t rss_after_warmup = 0, rss_half = 0, rss_after = 0, pinned_bytes = 0, device_bytes = 0;
   double issue_busy = 0, delivery_busy = 0;  // share of wall time, GPU worker's host threads
+  double frames_per_group = 0;               // GPU worker: mean frames a launch carried
   double fps = 0, wall = 0;
   double busy[3] = {0, 0, 0};  // upload, encode, readback (GPU event time)
   double overlap = 0, gpu_span = 0;
@@ -182,8 +185,9 @@ StatusOr<ModeResult> RunWorkerMode(const std::string& mode, std::unique_ptr<Work
   const bool keep_times = seq.size() <= kMaxTimedFrames;
   std::vector<FrameTimes> times(keep_times ? seq.size() : 0);
   Status failure;
-  // Warm-up: one pass over the distinct inputs, not timed.
-  for (size_t i = 0; i < std::min<size_t>(seq.size(), 8); ++i) {
+  // Warm-up, not timed: enough frames that every slot has been used once (a slot's
+  // events are created on its first frame).
+  for (size_t i = 0; i < std::min<size_t>(seq.size(), 64); ++i) {
     FrameRequest req;
     req.id = i;
     req.frame = seq[i]->view;
@@ -195,7 +199,9 @@ StatusOr<ModeResult> RunWorkerMode(const std::string& mode, std::unique_ptr<Work
   const uint64_t rss_warm = RssBytes();
   const WorkerStats before = worker->Stats();
   const SteadyTime start = Clock::now();
+  uint64_t rss_half = 0;
   for (size_t i = 0; i < seq.size(); ++i) {
+    if (i == seq.size() / 2) rss_half = RssBytes();
     FrameRequest req;
     req.id = i;
     req.frame = seq[i]->view;
@@ -213,12 +219,15 @@ StatusOr<ModeResult> RunWorkerMode(const std::string& mode, std::unique_ptr<Work
   ModeResult r = Summarise(mode, times, heavy, start, end);
   r.fps = seq.size() / r.wall;
   r.rss_after_warmup = rss_warm;
+  r.rss_half = rss_half;
   r.rss_after = RssBytes();
   const WorkerStats after = worker->Stats();
   r.pinned_bytes = after.pinned_bytes;
   r.device_bytes = after.device_bytes;
   r.issue_busy = (after.issue_busy_s - before.issue_busy_s) / r.wall;
   r.delivery_busy = (after.delivery_busy_s - before.delivery_busy_s) / r.wall;
+  const uint64_t groups = after.launch_groups - before.launch_groups;
+  if (groups > 0) r.frames_per_group = double(after.launch_group_frames - before.launch_group_frames) / groups;
   return r;
 }
 
@@ -270,6 +279,7 @@ Status Run(const PipelineBenchOptions& o) {
   wo.slots = o.slots;
   wo.band_rows = o.band_rows;
   wo.encode_streams = o.encode_streams;
+  wo.max_launch_frames = o.launch_frames;
   wo.stage_timing = true;
   for (const auto* f : seq) {
     wo.max_width = std::max(wo.max_width, f->view.width);
@@ -311,10 +321,10 @@ Status Run(const PipelineBenchOptions& o) {
     results.push_back(r);
   }
 
-  std::printf("\nconveyor-bench pipeline  %dx%d %s q%d %s, %d frames, %d slots, %d encode streams, band rows %s, "
-              "worker %s (%s)\n",
+  std::printf("\nconveyor-bench pipeline  %dx%d %s q%d %s, %d frames, %d slots, %d encode streams, "
+              "%d frames a launch at most, band rows %s, worker %s (%s)\n",
               first.width, first.height, PixelFormatName(first.format), o.quality, o.subsampling.c_str(), o.frames,
-              o.slots, o.encode_streams, o.band_rows > 0 ? std::to_string(o.band_rows).c_str() : "auto", worker.c_str(), device.c_str());
+              o.slots, o.encode_streams, o.launch_frames, o.band_rows > 0 ? std::to_string(o.band_rows).c_str() : "auto", worker.c_str(), device.c_str());
   if (!ladder.empty()) std::printf("renditions per frame: %s\n", o.renditions.c_str());
   if (worker == "gpu") std::printf("input frames: %s\n", o.input_memory == "registered"
                                                           ? "registered caller memory, uploaded in place"
@@ -340,12 +350,14 @@ Status Run(const PipelineBenchOptions& o) {
     std::printf("%-30s pinned %.1f MiB, device %.1f MiB (fixed at start); RSS %.1f -> %.1f MiB over %d frames\n",
                 r.mode.c_str(), r.pinned_bytes / 1048576.0, r.device_bytes / 1048576.0,
                 r.rss_after_warmup / 1048576.0, r.rss_after / 1048576.0, o.frames);
+    std::printf("%-30s RSS half way %.1f MiB: second half %+.1f MiB\n", r.mode.c_str(), r.rss_half / 1048576.0,
+                (static_cast<double>(r.rss_after) - static_cast<double>(r.rss_half)) / 1048576.0);
     if (r.timed)
       std::printf("%-30s encode per frame %.1f us; two or more frames encoding %.0f%% of the time\n", r.mode.c_str(),
                   1e6 * r.encode_mean, 100 * r.encode_concurrent);
     if (r.issue_busy > 0)
-      std::printf("%-30s host threads busy: issue %.0f%%, delivery %.0f%% of wall time\n", r.mode.c_str(),
-                  100 * r.issue_busy, 100 * r.delivery_busy);
+      std::printf("%-30s host threads busy: issue %.0f%%, delivery %.0f%% of wall time; %.2f frames a launch\n",
+                  r.mode.c_str(), 100 * r.issue_busy, 100 * r.delivery_busy, r.frames_per_group);
   }
   const ModeResult* serial = nullptr;
   const ModeResult* off = nullptr;
@@ -395,6 +407,8 @@ void AddPipelineCommand(CLI::App& app, PipelineBenchOptions* o, int* exit_code) 
       ->capture_default_str();
   cmd->add_option("--slots", o->slots, "Slots in the worker's ring")->capture_default_str();
   cmd->add_option("--encode-streams", o->encode_streams, "GPU encode streams frames take turns on")
+      ->capture_default_str();
+  cmd->add_option("--launch-frames", o->launch_frames, "Most frames of one shape a GPU launch carries")
       ->capture_default_str();
   cmd->add_option("--band-rows", o->band_rows, "Pixel rows per band; 0: the worker's default")->capture_default_str();
   cmd->add_option("--stall-every", o->stall_every, "Every Nth frame is heavy (0: off)")->capture_default_str();

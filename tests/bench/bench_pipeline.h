@@ -19,9 +19,10 @@ struct PipelineBenchOptions {
   std::string modes = "serial,off,on";
   std::string renditions;       // "1920x1080,1280x720,640x360": a ladder from one upload
   std::string input_memory = "registered";  // or "copied": into the worker's pinned slots
-  int slots = 3;
+  int slots = 8;
   int band_rows = 0;            // 0: the worker's default
   int encode_streams = 2;
+  int launch_frames = 1;        // most frames of one shape a GPU launch carries
   int stall_every = 0;          // every Nth frame is heavy (0: no stall scenario)
   std::string stall_size = "3840x2160";
   int stall_quality = 100;

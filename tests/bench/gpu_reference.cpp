@@ -81,7 +81,7 @@ StatusOr<std::vector<FrameTimes>> RunSerial(int device, const std::vector<const 
     const size_t bytes = frames[i]->bytes.size();
     RETURN_IF_ERROR(source.Reserve(bytes, "source"));
     RETURN_IF_ERROR(out.Reserve(p.band_capacity * p.num_bands, "out"));
-    RETURN_IF_ERROR(scratch.Reserve(p, legacy, [] { return OkStatus(); }));  // each frame ends with a full wait
+    RETURN_IF_ERROR(scratch.Reserve(p, 1, legacy, [] { return OkStatus(); }));  // each frame ends with a full wait
     if (tables_quality != p.quality) {
       EncodeTables host;
       BuildEncodeTables(p.quality, &host);
@@ -91,12 +91,13 @@ StatusOr<std::vector<FrameTimes>> RunSerial(int device, const std::vector<const 
     // Synchronous copy from pageable memory.
     GPU_RETURN_IF_ERROR(hipMemcpy(source.get(), frames[i]->bytes.data(), bytes, hipMemcpyHostToDevice), "hipMemcpy(upload)");
     BandDeviceBuffers b{};
-    b.source = PackedSourcePlanes(source.get<uint8_t>(), f.format, f.width, f.height);
+    b.frames = 1;
+    b.frame[0].source = PackedSourcePlanes(source.get<uint8_t>(), f.format, f.width, f.height);
     scratch.Fill(&b);
     b.tables = tables.get<EncodeTables>();
     for (int band = 0; band < p.num_bands; ++band) {
-      b.band_out = out.get<uint8_t>() + band * p.band_capacity;
-      b.band_bytes = counts.device_get<uint32_t>() + band;
+      b.frame[0].band_out = out.get<uint8_t>() + band * p.band_capacity;
+      b.frame[0].band_bytes = counts.device_get<uint32_t>() + band;
       RETURN_IF_ERROR(EnqueueBandStages(p, b, band, legacy));
     }
     // Whole-frame wait, then every band back with synchronous pageable copies.

@@ -300,21 +300,69 @@ TEST_P(WorkerTest, RegisteredMemoryIsReleasedOnlyAfterItsUpload) {
   ExpectMatchesCpuEncoder(cases, got);
 }
 
+struct Job {
+  testing::SyntheticFrame frame;
+  std::vector<Rendition> renditions;
+};
+
+Rendition MakeRendition(int w, int h, int q, Subsampling ss) {
+  Rendition r{w, h, EncodeParams{}};
+  r.params.quality = q;
+  r.params.subsampling = ss;
+  return r;
+}
+
+// Submits jobs [begin, end), or every job (id = index), without waiting.
+void SubmitJobs(Worker& worker, const std::vector<Job>& jobs, Collector& got, size_t begin = 0,
+                size_t end = SIZE_MAX) {
+  for (size_t i = begin; i < std::min(end, jobs.size()); ++i) {
+    FrameRequest req;
+    req.id = i;
+    req.frame = jobs[i].frame.view;
+    req.renditions = jobs[i].renditions;
+    req.on_done = got.Callback();
+    ASSERT_TRUE(worker.Submit(std::move(req)).ok()) << "job " << i;
+  }
+}
+
+// Every rendition of every job equals scaling on the CPU and encoding that; returns how
+// many were checked.
+int ExpectRenditionsMatchCpu(const std::vector<Job>& jobs, Collector& got) {
+  CpuJpegEncoder reference(0);
+  int checked = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const FrameResult& r = got.results.at(i);
+    EXPECT_TRUE(r.status.ok()) << "job " << i << ": " << r.status.ToString();
+    if (!r.status.ok() || r.jpeg.size() != jobs[i].renditions.size()) {
+      ADD_FAILURE() << "job " << i << ": " << r.jpeg.size() << " outputs";
+      continue;
+    }
+    const FrameView& src = jobs[i].frame.view;
+    for (size_t k = 0; k < jobs[i].renditions.size(); ++k) {
+      const Rendition& rd = jobs[i].renditions[k];
+      const int w = rd.width ? rd.width : src.width, h = rd.height ? rd.height : src.height;
+      auto plan = MakeScalePlan(src.format, src.width, src.height, w, h);
+      EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+      if (!plan.ok()) continue;
+      auto scaled = ScaleFrameToOwned(src, *plan);
+      EXPECT_TRUE(scaled.ok()) << scaled.status().ToString();
+      if (!scaled.ok()) continue;
+      auto want = reference.Encode(scaled->view, rd.params);
+      EXPECT_TRUE(want.ok());
+      if (!want.ok()) continue;
+      EXPECT_EQ(r.jpeg[k], *want) << "job " << i << " rendition " << k << " (" << w << "x" << h << ")";
+      ++checked;
+    }
+  }
+  return checked;
+}
+
 // One upload, many renditions: every output equals scaling on the CPU and encoding that.
 TEST_P(WorkerTest, RenditionsMatchCpuScaledReferences) {
   WorkerOptions options;
   MAKE_OR_SKIP(worker, options);
-  struct Job {
-    testing::SyntheticFrame frame;
-    std::vector<Rendition> renditions;
-  };
   std::vector<Job> jobs;
-  auto rendition = [](int w, int h, int q, Subsampling ss) {
-    Rendition r{w, h, EncodeParams{}};
-    r.params.quality = q;
-    r.params.subsampling = ss;
-    return r;
-  };
+  const auto rendition = MakeRendition;
   jobs.push_back({testing::MakeSyntheticFrame(1920, 1080, PixelFormat::kYuv420p, 7),
                   {rendition(0, 0, 85, Subsampling::k420), rendition(1280, 720, 80, Subsampling::k420),
                    rendition(640, 360, 75, Subsampling::k444)}});
@@ -325,36 +373,64 @@ TEST_P(WorkerTest, RenditionsMatchCpuScaledReferences) {
   jobs.push_back({testing::MakeSyntheticFrame(640, 360, PixelFormat::kBgra, 10),
                   {rendition(320, 180, 85, Subsampling::k420), rendition(0, 0, 85, Subsampling::k420)}});
   Collector got;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    FrameRequest req;
-    req.id = i;
-    req.frame = jobs[i].frame.view;
-    req.renditions = jobs[i].renditions;
-    req.on_done = got.Callback();
-    ASSERT_TRUE(worker->Submit(std::move(req)).ok());
-  }
+  SubmitJobs(*worker, jobs, got);
+  if (HasFatalFailure()) return;
   worker->Flush();
-  CpuJpegEncoder reference(0);
-  int checked = 0;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    const FrameResult& r = got.results.at(i);
-    ASSERT_TRUE(r.status.ok()) << "job " << i << ": " << r.status.ToString();
-    ASSERT_EQ(r.jpeg.size(), jobs[i].renditions.size());
-    const FrameView& src = jobs[i].frame.view;
-    for (size_t k = 0; k < jobs[i].renditions.size(); ++k) {
-      const Rendition& rd = jobs[i].renditions[k];
-      const int w = rd.width ? rd.width : src.width, h = rd.height ? rd.height : src.height;
-      auto plan = MakeScalePlan(src.format, src.width, src.height, w, h);
-      ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-      auto scaled = ScaleFrameToOwned(src, *plan);
-      ASSERT_TRUE(scaled.ok()) << scaled.status().ToString();
-      auto want = reference.Encode(scaled->view, rd.params);
-      ASSERT_TRUE(want.ok());
-      EXPECT_EQ(r.jpeg[k], *want) << "job " << i << " rendition " << k << " (" << w << "x" << h << ")";
-      ++checked;
+  const int checked = ExpectRenditionsMatchCpu(jobs, got);
+  std::printf("renditions checked: %d\n", checked);
+}
+
+// Frames of one shape that are already queued share launches, with their renditions;
+// a frame of another shape starts the next group. The first frame goes in alone, and
+// the issue thread is held on it while the rest are submitted, which makes the groups
+// certain: {A}, {A A}, {B}, {A A A A} with four frames a launch at most.
+TEST_P(WorkerTest, QueuedFramesOfOneShapeShareLaunches) {
+  if (GetParam() == "cpu") GTEST_SKIP() << "the CPU worker encodes each frame on its own: launches are a GPU matter";
+  std::promise<void> release, entered;
+  std::shared_future<void> released = release.get_future().share();
+  std::mutex mu;
+  std::vector<int> groups;
+  WorkerOptions options;
+  options.slots = 8;
+  options.max_launch_frames = 4;
+  options.test_on_issue = [&](int frames) {
+    bool first;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      groups.push_back(frames);
+      first = groups.size() == 1;
+    }
+    if (first) {
+      entered.set_value();
+      released.wait();
+    }
+  };
+  MAKE_OR_SKIP(worker, options);
+  std::vector<Job> jobs;
+  for (int i = 0; i < 8; ++i) {
+    if (i == 3) {
+      jobs.push_back({testing::MakeSyntheticFrame(640, 360, PixelFormat::kNv12, 40 + i),
+                      {MakeRendition(0, 0, 75, Subsampling::k444)}});
+    } else {
+      jobs.push_back({testing::MakeSyntheticFrame(1280, 720, PixelFormat::kYuv420p, 40 + i),
+                      {MakeRendition(0, 0, 85, Subsampling::k420), MakeRendition(640, 360, 80, Subsampling::k422)}});
     }
   }
-  std::printf("renditions checked: %d\n", checked);
+  Collector got;
+  SubmitJobs(*worker, jobs, got, 0, 1);
+  const bool held = entered.get_future().wait_for(std::chrono::seconds(60)) == std::future_status::ready;
+  if (held) SubmitJobs(*worker, jobs, got, 1, jobs.size());
+  release.set_value();
+  ASSERT_TRUE(held) << "the issue thread never took the first frame";
+  if (HasFatalFailure()) return;
+  worker->Flush();
+  EXPECT_EQ(groups, (std::vector<int>{1, 2, 1, 4}));
+  const WorkerStats st = worker->Stats();
+  EXPECT_EQ(st.launch_groups, 4u);
+  EXPECT_EQ(st.launch_group_frames, 8u);
+  ASSERT_EQ(got.results.size(), jobs.size());
+  for (size_t i = 0; i < got.order.size(); ++i) EXPECT_EQ(got.order[i], i);
+  EXPECT_EQ(ExpectRenditionsMatchCpu(jobs, got), 15);
 }
 
 INSTANTIATE_TEST_SUITE_P(Workers, WorkerTest, ::testing::Values("cpu", "gpu"),

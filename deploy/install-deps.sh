@@ -9,11 +9,11 @@ packages=(
   ffmpeg libavcodec-dev libavformat-dev libavutil-dev libswscale-dev
   libcli11-dev libturbojpeg0-dev libjpeg62-turbo-dev libjpeg-turbo-progs
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libspdlog-dev libtomlplusplus-dev
+  libspdlog-dev libtomlplusplus-dev libcpp-httplib-dev libsystemd-dev
   hipcc libamdhip64-dev rocm-device-libs
 )
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(libgtest-dev libgmock-dev)
+  packages+=(libgtest-dev libgmock-dev prometheus dpkg-dev fakeroot)
 fi
 
 missing=()

@@ -6,6 +6,7 @@
 
 #include "cpu_encoder.h"
 #include "frame_queue.h"
+#include "heartbeat.h"
 #include "scale_cpu.h"
 #include "slot_pool.h"
 #include "worker.h"
@@ -59,6 +60,7 @@ class CpuWorker : public Worker {
     st.frames_done = done_.load();
     st.frames_failed = failed_.load();
     st.in_flight = in_flight_.load();
+    st.stalest_thread_s = heartbeats_.StalestSeconds();
     return st;
   }
 
@@ -80,7 +82,7 @@ class CpuWorker : public Worker {
   }
 
   void Run() {
-    while (auto slot = queue_.Pop()) {
+    while (auto slot = queue_.PopTicking([this] { heartbeats_.Beat(0); }, kHeartbeatPeriod)) {
       Slot& s = slots_[*slot];
       FrameResult result;
       result.id = s.request.id;
@@ -119,6 +121,7 @@ class CpuWorker : public Worker {
   FrameQueue<int> queue_;
   std::atomic<uint64_t> done_{0}, failed_{0};
   std::atomic<int> in_flight_{0};
+  Heartbeats heartbeats_{1};
   std::thread thread_;
 };
 

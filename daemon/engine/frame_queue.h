@@ -1,6 +1,7 @@
 // A small blocking FIFO for handing work between a worker's threads.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -23,6 +24,25 @@ class FrameQueue {
   std::optional<T> Pop() {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return closed_ || !items_.empty(); });
+    if (items_.empty()) return std::nullopt;
+    T item = std::move(items_.front());
+    items_.pop_front();
+    return item;
+  }
+
+  // Pop() that calls `tick` on waking, and at least every `period` while waiting, so
+  // that an idle thread still shows it is alive (see heartbeat.h).
+  template <typename Tick>
+  std::optional<T> PopTicking(Tick tick, std::chrono::milliseconds period) {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      if (!items_.empty() || closed_) break;
+      lock.unlock();
+      tick();
+      lock.lock();
+      cv_.wait_for(lock, period, [&] { return closed_ || !items_.empty(); });
+    }
+    tick();
     if (items_.empty()) return std::nullopt;
     T item = std::move(items_.front());
     items_.pop_front();

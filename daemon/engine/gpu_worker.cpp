@@ -31,6 +31,7 @@
 #include "gpu_runtime.h"
 #include "gpu_scale.h"
 #include "gpu_stages.h"
+#include "heartbeat.h"
 #include "jfif_writer.h"
 #include "slot_pool.h"
 #include "worker.h"
@@ -46,7 +47,12 @@ constexpr int kReadbackBuffers = 2;
 class GpuWorker : public Worker {
  public:
   GpuWorker(int device, const WorkerOptions& options, const std::string& name)
-      : device_(device), options_(options), name_(name), pool_(options.slots), slots_(options.slots) {}
+      : device_(device),
+        options_(options),
+        name_(name),
+        pool_(options.slots),
+        slots_(options.slots),
+        heartbeats_(1 + std::max(1, options.encode_streams)) {}
 
   ~GpuWorker() override {
     issue_queue_.Close();
@@ -94,6 +100,7 @@ class GpuWorker : public Worker {
       pinned_bytes_ += s.output.size();
       device_bytes_ += s.source.size() + s.out.size();
     }
+    slot_pinned_bytes_ = slots_[0].input.size() + slots_[0].band_bytes.size() + slots_[0].output.size();
     for (EncodeLane& lane : lanes_) RETURN_IF_ERROR(ReserveScratch(lane, p, LaunchFrames()));
     issue_thread_ = std::thread([this] { IssueLoop(); });
     for (size_t i = 0; i < lanes_.size(); ++i) {
@@ -149,6 +156,8 @@ class GpuWorker : public Worker {
     st.in_flight = in_flight_.load();
     st.issue_busy_s = issue_busy_ns_.load() / 1e9;
     st.delivery_busy_s = delivery_busy_ns_.load() / 1e9;
+    st.pinned_in_use_bytes = static_cast<uint64_t>(pool_.InUse()) * slot_pinned_bytes_;
+    st.stalest_thread_s = heartbeats_.StalestSeconds();
     st.launch_groups = launch_groups_.load();
     st.launch_group_frames = launch_group_frames_.load();
     return st;
@@ -499,7 +508,8 @@ class GpuWorker : public Worker {
     uint64_t sequence = 0;
     std::optional<int> next;
     for (;;) {
-      std::optional<int> head = next ? next : issue_queue_.Pop();
+      std::optional<int> head =
+          next ? next : issue_queue_.PopTicking([this] { heartbeats_.Beat(0); }, kHeartbeatPeriod);
       next.reset();
       if (!head) break;
       std::vector<Slot*> group = {&slots_[*head]};
@@ -661,7 +671,8 @@ class GpuWorker : public Worker {
 
   void DeliveryLoop(int lane) {
     (void)hipSetDevice(device_);  // once, for this thread
-    while (auto indices = delivery_queues_[lane]->Pop()) {
+    while (auto indices = delivery_queues_[lane]->PopTicking([this, lane] { heartbeats_.Beat(1 + lane); },
+                                                              kHeartbeatPeriod)) {
       std::vector<Slot*> group, live;
       std::vector<FrameResult> results(indices->size());
       std::vector<FrameResult*> live_results;
@@ -776,6 +787,8 @@ class GpuWorker : public Worker {
   std::atomic<int> in_flight_{0};
   std::atomic<int64_t> issue_busy_ns_{0}, delivery_busy_ns_{0};
   std::atomic<uint64_t> launch_groups_{0}, launch_group_frames_{0};
+  Heartbeats heartbeats_;  // [0] the issue thread, [1 + lane] each delivery thread
+  uint64_t slot_pinned_bytes_ = 0;  // input, band counts and readback buffers of one slot
 };
 
 }  // namespace

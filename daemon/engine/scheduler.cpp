@@ -2,6 +2,7 @@
 #include "scheduler.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace conveyor {
 
@@ -136,6 +137,18 @@ void Scheduler::DispatchLoop(int worker_index) {
     }
     frame.keepalive.reset();  // the worker has its own copy now
   }
+}
+
+Status Scheduler::CheckWorkersAlive(double max_stale_s) const {
+  for (const WorkerSlot& w : workers_) {
+    const double stale = w.worker->Stats().stalest_thread_s;
+    if (stale > max_stale_s) {
+      char seconds[32];
+      std::snprintf(seconds, sizeof(seconds), "%.1f", stale);
+      return Unavailable(w.worker->Describe() + ": a worker thread has not run for " + seconds + " s");
+    }
+  }
+  return OkStatus();
 }
 
 }  // namespace conveyor

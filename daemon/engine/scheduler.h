@@ -81,6 +81,10 @@ class Scheduler {
   const WorkerSlot& worker(int i) const { return workers_[i]; }
   WorkerLoad Load(int i) const;
 
+  // OK when every worker's threads showed they are alive within `max_stale_s` (see
+  // heartbeat.h); otherwise UNAVAILABLE naming the worker. For /healthz and the watchdog.
+  Status CheckWorkersAlive(double max_stale_s) const;
+
  private:
   friend class Lane;
   struct PerWorker {

@@ -38,13 +38,13 @@ class SlotPool {
     cv_.wait(lock, [&] { return static_cast<int>(free_.size()) == total_; });
   }
 
-  int InUse() {
+  int InUse() const {
     std::lock_guard<std::mutex> lock(mu_);
     return total_ - static_cast<int>(free_.size());
   }
 
  private:
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<int> free_;
   int total_ = 0;

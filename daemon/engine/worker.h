@@ -119,6 +119,11 @@ struct WorkerStats {
   // GPU worker: groups of frames issued together (one launch per band and stage carries
   // a group), and the frames in them; frames / launch_groups is the mean batch.
   uint64_t launch_groups = 0, launch_group_frames = 0;
+  // Pinned bytes held by slots that have a frame in them now (of pinned_bytes).
+  uint64_t pinned_in_use_bytes = 0;
+  // Seconds since the least recently active of the worker's threads last showed it is
+  // alive; idle threads beat every second, so a large value means a stuck thread.
+  double stalest_thread_s = 0;
 };
 
 class Worker {

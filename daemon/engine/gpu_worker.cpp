@@ -34,6 +34,7 @@
 #include "heartbeat.h"
 #include "jfif_writer.h"
 #include "slot_pool.h"
+#include "stream_overlap.h"
 #include "worker.h"
 
 namespace conveyor {
@@ -158,6 +159,7 @@ class GpuWorker : public Worker {
     st.delivery_busy_s = delivery_busy_ns_.load() / 1e9;
     st.pinned_in_use_bytes = static_cast<uint64_t>(pool_.InUse()) * slot_pinned_bytes_;
     st.stalest_thread_s = heartbeats_.StalestSeconds();
+    st.overlap_ratio = overlap_.Ratio();
     st.launch_groups = launch_groups_.load();
     st.launch_group_frames = launch_group_frames_.load();
     return st;
@@ -746,6 +748,7 @@ class GpuWorker : public Worker {
       }
       Slot& s = slots_[next.first];
       (next.second.status.ok() ? done_ : failed_).fetch_add(1);
+      if (options_.stage_timing && next.second.status.ok()) overlap_.Add(next.second.times);
       auto on_done = std::move(s.request.on_done);
       on_done(std::move(next.second));
       in_flight_.fetch_sub(1);
@@ -788,6 +791,7 @@ class GpuWorker : public Worker {
   std::atomic<int64_t> issue_busy_ns_{0}, delivery_busy_ns_{0};
   std::atomic<uint64_t> launch_groups_{0}, launch_group_frames_{0};
   Heartbeats heartbeats_;  // [0] the issue thread, [1 + lane] each delivery thread
+  OverlapWindow overlap_;  // stage timing only
   uint64_t slot_pinned_bytes_ = 0;  // input, band counts and readback buffers of one slot
 };
 

@@ -124,6 +124,9 @@ struct WorkerStats {
   // Seconds since the least recently active of the worker's threads last showed it is
   // alive; idle threads beat every second, so a large value means a stuck thread.
   double stalest_thread_s = 0;
+  // GPU worker with stage timing: share of recent time (the last 256 frames) in which two
+  // or more of its engines (upload, encode, readback) were busy.
+  double overlap_ratio = 0;
 };
 
 class Worker {

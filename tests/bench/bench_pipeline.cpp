@@ -12,6 +12,7 @@
 #include "frame_source.h"
 #include "gpu_encoder.h"
 #include "gpu_reference.h"
+#include "stream_overlap.h"
 #include "worker.h"
 
 namespace conveyor::bench {
@@ -26,51 +27,6 @@ double Percentile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
   const size_t i = std::min(v.size() - 1, static_cast<size_t>(q * (v.size() - 1) + 0.5));
   return v[i];
-}
-
-// Total length of the union of intervals.
-double UnionLength(std::vector<GpuInterval> v) {
-  std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.start < b.start; });
-  double total = 0, cur_s = 0, cur_e = -1;
-  for (const auto& i : v) {
-    if (i.start > cur_e) {
-      if (cur_e > cur_s) total += cur_e - cur_s;
-      cur_s = i.start;
-      cur_e = i.end;
-    } else {
-      cur_e = std::max(cur_e, i.end);
-    }
-  }
-  if (cur_e > cur_s) total += cur_e - cur_s;
-  return total;
-}
-
-// Time during which at least two of the engines were busy.
-double OverlapLength(const std::vector<GpuInterval> engines[3]) {
-  std::vector<std::pair<double, int>> edges;
-  for (int e = 0; e < 3; ++e) {
-    // Merge each engine first so one engine never counts as two.
-    std::vector<GpuInterval> v = engines[e];
-    std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.start < b.start; });
-    std::vector<GpuInterval> merged;
-    for (const auto& i : v) {
-      if (!merged.empty() && i.start <= merged.back().end) merged.back().end = std::max(merged.back().end, i.end);
-      else merged.push_back(i);
-    }
-    for (const auto& i : merged) {
-      edges.push_back({i.start, +1});
-      edges.push_back({i.end, -1});
-    }
-  }
-  std::sort(edges.begin(), edges.end());
-  double total = 0, last = 0;
-  int busy = 0;
-  for (const auto& [t, d] : edges) {
-    if (busy >= 2) total += t - last;
-    busy += d;
-    last = t;
-  }
-  return total;
 }
 
 constexpr size_t kMaxTimedFrames = 20000;

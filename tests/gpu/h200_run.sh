@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What runs on the GPU host (an NVIDIA H200 reached through the device tool). Expects
 # .device/ as tests/gpu/prepare_device.sh stages it (binaries, libjpeg-turbo, images);
-# writes logs to $OUT.   tests/gpu/h200_run.sh [tests|encode|pipeline|rss]...
+# writes logs to $OUT.   tests/gpu/h200_run.sh [tests|doctor|encode|pipeline|rss]...
 set -uo pipefail
 export LD_LIBRARY_PATH=$PWD/.device/lib
 bin=.device/bin
@@ -11,11 +11,13 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 for part in $parts; do
   case $part in
     tests)
-      for t in unit_tests gpu_encoder_test gpu_scale_test worker_test; do
+      for t in unit_tests gpu_encoder_test gpu_scale_test worker_test doctor_tests; do
         [[ -x $bin/$t ]] || continue
         echo "== $t"
         $bin/$t 2>&1 | tee "$out/$t.log" | grep -E "^\[  (PASSED|FAILED|SKIPPED) |byte-identical|Failure|bands checked|worker:" | sort | uniq -c
       done ;;
+    doctor)
+      $bin/conveyor-doctor 2>&1 | tee "$out/doctor.log"; echo "conveyor-doctor exit: ${PIPESTATUS[0]}" ;;
     encode)
       for args in "--input .device/media/n1080.ppm" "--input .device/media/n2160.ppm" \
                   "--size 1920x1080 --format yuv420p" "--size 3840x2160 --format yuv420p"; do

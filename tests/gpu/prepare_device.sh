@@ -9,10 +9,12 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 grep -qx '/.device/' .git/info/exclude 2>/dev/null || echo '/.device/' >> .git/info/exclude
 cmake -S . -B build/nvidia -G Ninja -DCONVEYOR_GPU=nvidia -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build/nvidia --target unit_tests gpu_encoder_test gpu_scale_test worker_test conveyor-bench
+cmake --build build/nvidia --target unit_tests gpu_encoder_test gpu_scale_test worker_test conveyor-bench \
+  conveyor-doctor doctor_tests
 rm -rf .device && mkdir -p .device/bin .device/lib .device/media
 cp build/nvidia/tests/unit/unit_tests build/nvidia/tests/gpu/{gpu_encoder_test,gpu_scale_test,worker_test} \
-   build/nvidia/tests/bench/conveyor-bench .device/bin/
+   build/nvidia/tests/bench/conveyor-bench build/nvidia/daemon/doctor/conveyor-doctor \
+   build/nvidia/tests/doctor/doctor_tests .device/bin/
 cp -L /usr/lib/x86_64-linux-gnu/libjpeg.so.62 /usr/lib/x86_64-linux-gnu/libturbojpeg.so.0 .device/lib/
 ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=1920x1080,noise=alls=20:allf=t" -frames:v 1 .device/media/n1080.ppm
 ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=3840x2160,noise=alls=12:allf=t" -frames:v 1 .device/media/n2160.ppm

@@ -1,0 +1,188 @@
+// conveyord's metric catalogue (see daemon_metrics.h).
+#include "daemon_metrics.h"
+
+namespace conveyor::metrics {
+namespace {
+
+// A stage of one frame takes from ~10 µs (a small readback) to ~1 s (a 4K frame on the
+// CPU): 1-2.5-5 steps cover that with 16 buckets.
+const std::vector<double> kStageBuckets = {1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3,
+                                           5e-3, 1e-2,   2.5e-2, 5e-2, 0.1,  0.25,   0.5,  1.0};
+// End to end includes queueing behind other sessions, so it reaches further.
+const std::vector<double> kLatencyBuckets = {1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2,
+                                             5e-2, 0.1,    0.25, 0.5,  1.0,    2.5,  5.0,  10.0};
+
+constexpr char kOtherRendition[] = "other";
+
+MetricSpec Spec(std::string name, std::string help, std::vector<std::string> labels = {},
+                size_t max_children = 1000) {
+  MetricSpec s;
+  s.name = std::move(name);
+  s.help = std::move(help);
+  s.label_names = std::move(labels);
+  s.max_children = max_children;
+  return s;
+}
+
+}  // namespace
+
+const char* StageName(Stage stage) {
+  switch (stage) {
+    case Stage::kUpload: return "upload";
+    case Stage::kEncode: return "encode";
+    case Stage::kReadback: return "readback";
+    case Stage::kDecode: return "decode";
+    case Stage::kMux: return "mux";
+  }
+  return "unknown";
+}
+
+const char* FrameFailureName(FrameFailure reason) {
+  switch (reason) {
+    case FrameFailure::kInvalidArgument: return "invalid_argument";
+    case FrameFailure::kGpuError: return "gpu_error";
+    case FrameFailure::kCancelled: return "cancelled";
+    case FrameFailure::kInternal: return "internal";
+  }
+  return "unknown";
+}
+
+const char* SessionRejectionName(SessionRejection reason) {
+  switch (reason) {
+    case SessionRejection::kSessionCap: return "session_cap";
+    case SessionRejection::kDraining: return "draining";
+    case SessionRejection::kInvalidSpec: return "invalid_spec";
+  }
+  return "unknown";
+}
+
+StatusOr<DaemonMetrics> DaemonMetrics::Create(Registry& r, const BuildInfo& build) {
+  DaemonMetrics m;
+  ASSIGN_OR_RETURN(GaugeFamily * build_info,
+                   r.AddGauge(Spec("conveyor_build_info",
+                                   "Always 1; the labels say which conveyord build is running.",
+                                   {"version", "gpu_backend"})));
+  ASSIGN_OR_RETURN(Gauge * info, build_info->WithLabels({build.version, build.gpu_backend}));
+  info->Set(1);
+
+  ASSIGN_OR_RETURN(m.frames_in_,
+                   r.AddCounter(Spec("conveyor_frames_in_total",
+                                     "Decoded or raw frames handed to a worker.", {"device"})));
+  ASSIGN_OR_RETURN(m.frames_out_,
+                   r.AddCounter(Spec("conveyor_frames_out_total",
+                                     "JPEG frames produced, by worker and rendition (WxH).",
+                                     {"device", "rendition"}, kMaxRenditionsPerFamily)));
+  ASSIGN_OR_RETURN(m.bytes_in_,
+                   r.AddCounter(Spec("conveyor_bytes_in_total",
+                                     "Bytes received from clients (container or raw frames), by "
+                                     "the worker that took them.",
+                                     {"device"})));
+  ASSIGN_OR_RETURN(m.bytes_out_,
+                   r.AddCounter(Spec("conveyor_bytes_out_total",
+                                     "Bytes of JPEG or muxed output sent to clients.", {"device"})));
+  ASSIGN_OR_RETURN(CounterFamily * failed,
+                   r.AddCounter(Spec("conveyor_frames_failed_total",
+                                     "Frames that produced no output, by reason.", {"reason"})));
+  for (size_t i = 0; i < kFrameFailureCount; ++i) {
+    ASSIGN_OR_RETURN(m.frames_failed_[i],
+                     failed->WithLabels({FrameFailureName(static_cast<FrameFailure>(i))}));
+  }
+
+  ASSIGN_OR_RETURN(m.sessions_active_,
+                   r.AddCallbackGauge(Spec("conveyor_sessions_active",
+                                           "Transcode sessions open now.")));
+  ASSIGN_OR_RETURN(CounterFamily * started,
+                   r.AddCounter(Spec("conveyor_sessions_started_total",
+                                     "Transcode sessions accepted since start.")));
+  ASSIGN_OR_RETURN(m.sessions_started_, started->WithLabels({}));
+  ASSIGN_OR_RETURN(CounterFamily * rejected,
+                   r.AddCounter(Spec("conveyor_sessions_rejected_total",
+                                     "Transcode sessions refused, by reason.", {"reason"})));
+  for (size_t i = 0; i < kSessionRejectionCount; ++i) {
+    ASSIGN_OR_RETURN(m.sessions_rejected_[i],
+                     rejected->WithLabels({SessionRejectionName(static_cast<SessionRejection>(i))}));
+  }
+
+  ASSIGN_OR_RETURN(m.queue_depth_,
+                   r.AddCallbackGauge(Spec("conveyor_queue_depth",
+                                           "Frames queued for a worker and not yet started.",
+                                           {"device"})));
+  ASSIGN_OR_RETURN(m.stage_duration_,
+                   r.AddHistogram(Spec("conveyor_stage_duration_seconds",
+                                       "Time one frame spends in one pipeline stage.",
+                                       {"stage", "device"}),
+                                  kStageBuckets));
+  ASSIGN_OR_RETURN(m.frame_latency_,
+                   r.AddHistogram(Spec("conveyor_frame_latency_seconds",
+                                       "Time from a frame entering the worker queue to its JPEG "
+                                       "being ready, queueing included.",
+                                       {"device"}),
+                                  kLatencyBuckets));
+  ASSIGN_OR_RETURN(m.stream_overlap_,
+                   r.AddGauge(Spec("conveyor_stream_overlap_ratio",
+                                   "Share (0..1) of the worker's busy time in which copies and "
+                                   "kernels ran at once on different streams.",
+                                   {"device"})));
+  ASSIGN_OR_RETURN(m.pinned_allocated_,
+                   r.AddCallbackGauge(Spec("conveyor_pinned_memory_allocated_bytes",
+                                           "Pinned host memory the worker holds.", {"device"})));
+  ASSIGN_OR_RETURN(m.pinned_in_use_,
+                   r.AddCallbackGauge(Spec("conveyor_pinned_memory_in_use_bytes",
+                                           "Pinned host memory holding frames in flight.",
+                                           {"device"})));
+  ASSIGN_OR_RETURN(m.device_memory_used_,
+                   r.AddCallbackGauge(Spec("conveyor_device_memory_used_bytes",
+                                           "Device memory the worker has allocated.", {"device"})));
+  ASSIGN_OR_RETURN(m.worker_restarts_,
+                   r.AddCounter(Spec("conveyor_worker_restarts_total",
+                                     "Times a worker was restarted after a device error.",
+                                     {"device"})));
+  return m;
+}
+
+StatusOr<DeviceMetrics> DaemonMetrics::ForDevice(const std::string& device) {
+  DeviceMetrics d;
+  ASSIGN_OR_RETURN(d.frames_in, frames_in_->WithLabels({device}));
+  ASSIGN_OR_RETURN(d.bytes_in, bytes_in_->WithLabels({device}));
+  ASSIGN_OR_RETURN(d.bytes_out, bytes_out_->WithLabels({device}));
+  ASSIGN_OR_RETURN(d.worker_restarts, worker_restarts_->WithLabels({device}));
+  ASSIGN_OR_RETURN(d.stream_overlap_ratio, stream_overlap_->WithLabels({device}));
+  ASSIGN_OR_RETURN(d.frame_latency_seconds, frame_latency_->WithLabels({device}));
+  for (size_t i = 0; i < kStageCount; ++i) {
+    ASSIGN_OR_RETURN(d.stage_seconds[i],
+                     stage_duration_->WithLabels({StageName(static_cast<Stage>(i)), device}));
+  }
+  // The overflow child exists before any client-chosen rendition can fill the family.
+  RETURN_IF_ERROR(frames_out_->WithLabels({device, kOtherRendition}).status());
+  return d;
+}
+
+StatusOr<Counter*> DaemonMetrics::FramesOut(const std::string& device, const std::string& rendition) {
+  StatusOr<Counter*> c = frames_out_->WithLabels({device, rendition});
+  if (c.ok() || c.status().code() != StatusCode::kResourceExhausted) return c;
+  return frames_out_->WithLabels({device, kOtherRendition});
+}
+
+StatusOr<ScopedCallback> DaemonMetrics::BindSessionsActive(std::function<double()> fn) {
+  return sessions_active_->Bind({}, std::move(fn));
+}
+
+StatusOr<std::vector<ScopedCallback>> DaemonMetrics::BindDeviceGauges(const std::string& device,
+                                                                      DeviceGaugeSources sources) {
+  std::vector<ScopedCallback> bindings;
+  const std::pair<CallbackGaugeFamily*, std::function<double()>*> all[] = {
+      {queue_depth_, &sources.queue_depth},
+      {pinned_allocated_, &sources.pinned_bytes_allocated},
+      {pinned_in_use_, &sources.pinned_bytes_in_use},
+      {device_memory_used_, &sources.device_memory_used_bytes},
+  };
+  for (const auto& [family, fn] : all) {
+    if (!*fn) continue;
+    // On an error the bindings made so far unbind as `bindings` goes away.
+    ASSIGN_OR_RETURN(ScopedCallback b, family->Bind({device}, std::move(*fn)));
+    bindings.push_back(std::move(b));
+  }
+  return bindings;
+}
+
+}  // namespace conveyor::metrics

@@ -1,0 +1,111 @@
+// conveyord's metric catalogue: every family the daemon exports, registered in one place
+// with its name, unit, labels and help, and the handles callers keep so that counting a
+// frame is an atomic add, with no lookup or allocation on the hot path.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "metrics_registry.h"
+
+namespace conveyor::metrics {
+
+// The `stage` label of conveyor_stage_duration_seconds.
+enum class Stage { kUpload, kEncode, kReadback, kDecode, kMux };
+inline constexpr size_t kStageCount = 5;
+const char* StageName(Stage stage);
+
+// The `reason` label of conveyor_frames_failed_total.
+enum class FrameFailure { kInvalidArgument, kGpuError, kCancelled, kInternal };
+inline constexpr size_t kFrameFailureCount = 4;
+const char* FrameFailureName(FrameFailure reason);
+
+// The `reason` label of conveyor_sessions_rejected_total.
+enum class SessionRejection { kSessionCap, kDraining, kInvalidSpec };
+inline constexpr size_t kSessionRejectionCount = 3;
+const char* SessionRejectionName(SessionRejection reason);
+
+struct BuildInfo {
+  std::string version;      // PROJECT_VERSION
+  std::string gpu_backend;  // "off", "amd" or "nvidia"
+};
+
+// One worker's handles (label device = the worker's device string, "cpu" or "gpu0").
+// Look them up once when the worker starts; the pointers live as long as the registry.
+struct DeviceMetrics {
+  Counter* frames_in = nullptr;
+  Counter* bytes_in = nullptr;
+  Counter* bytes_out = nullptr;
+  Counter* worker_restarts = nullptr;
+  Gauge* stream_overlap_ratio = nullptr;
+  Histogram* frame_latency_seconds = nullptr;
+  std::array<Histogram*, kStageCount> stage_seconds{};
+
+  Histogram& stage(Stage s) const { return *stage_seconds[static_cast<size_t>(s)]; }
+};
+
+// Read at scrape time for one device; an empty function leaves that gauge unbound.
+struct DeviceGaugeSources {
+  std::function<double()> queue_depth;             // frames waiting for the worker
+  std::function<double()> pinned_bytes_allocated;  // pinned host memory held
+  std::function<double()> pinned_bytes_in_use;     // of that, in frames in flight
+  std::function<double()> device_memory_used_bytes;
+};
+
+class DaemonMetrics {
+ public:
+  // Registers every family in `registry`, which must outlive this object and every
+  // handle and binding taken from it. INVALID_ARGUMENT if a name is already taken.
+  static StatusOr<DaemonMetrics> Create(Registry& registry, const BuildInfo& build);
+
+  // Creates the device's children (all zero) so its series exist from the first scrape.
+  StatusOr<DeviceMetrics> ForDevice(const std::string& device);
+
+  // Frames of one rendition ("1920x1080"); look it up once per session and rendition.
+  // Renditions come from clients, so their number is capped: past the cap the frames are
+  // counted under rendition="other" (created by ForDevice).
+  StatusOr<Counter*> FramesOut(const std::string& device, const std::string& rendition);
+
+  // Pre-created, so these cannot fail.
+  Counter& FramesFailed(FrameFailure reason) const {
+    return *frames_failed_[static_cast<size_t>(reason)];
+  }
+  Counter& SessionsStarted() const { return *sessions_started_; }
+  Counter& SessionsRejected(SessionRejection reason) const {
+    return *sessions_rejected_[static_cast<size_t>(reason)];
+  }
+
+  // Scrape-time gauges. Keep the returned bindings alive exactly as long as what the
+  // functions read (the session manager, the worker).
+  StatusOr<ScopedCallback> BindSessionsActive(std::function<double()> fn);
+  StatusOr<std::vector<ScopedCallback>> BindDeviceGauges(const std::string& device,
+                                                         DeviceGaugeSources sources);
+
+  // Children of conveyor_frames_out_total, all devices together, before "other" takes over.
+  static constexpr size_t kMaxRenditionsPerFamily = 256;
+
+ private:
+  DaemonMetrics() = default;
+
+  CounterFamily* frames_in_ = nullptr;
+  CounterFamily* frames_out_ = nullptr;
+  CounterFamily* bytes_in_ = nullptr;
+  CounterFamily* bytes_out_ = nullptr;
+  CounterFamily* worker_restarts_ = nullptr;
+  GaugeFamily* stream_overlap_ = nullptr;
+  HistogramFamily* stage_duration_ = nullptr;
+  HistogramFamily* frame_latency_ = nullptr;
+  CallbackGaugeFamily* sessions_active_ = nullptr;
+  CallbackGaugeFamily* queue_depth_ = nullptr;
+  CallbackGaugeFamily* pinned_allocated_ = nullptr;
+  CallbackGaugeFamily* pinned_in_use_ = nullptr;
+  CallbackGaugeFamily* device_memory_used_ = nullptr;
+  std::array<Counter*, kFrameFailureCount> frames_failed_{};
+  Counter* sessions_started_ = nullptr;
+  std::array<Counter*, kSessionRejectionCount> sessions_rejected_{};
+};
+
+}  // namespace conveyor::metrics

@@ -1,0 +1,100 @@
+// The operations HTTP endpoint on cpp-httplib (see http_endpoint.h).
+#include "http_endpoint.h"
+
+#include <httplib.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <chrono>
+
+#include "exposition.h"
+#include "listen_address.h"
+
+namespace conveyor::metrics {
+
+StatusOr<HttpListen> ParseHttpListen(const std::string& text) {
+  // One address syntax for the whole daemon: conveyord's own parser, TCP only.
+  ASSIGN_OR_RETURN(config::ListenAddress a, config::ParseListenAddress(text));
+  if (a.kind != config::ListenAddress::Kind::kTcp) {
+    return InvalidArgument("bad metrics listen address '" + text +
+                           "': expected HOST:PORT or [IPv6]:PORT (Prometheus scrapes over TCP)");
+  }
+  return HttpListen{a.host, a.port};
+}
+
+HttpEndpoint::HttpEndpoint(Hooks hooks, std::string host)
+    : hooks_(std::move(hooks)), host_(std::move(host)), server_(std::make_unique<httplib::Server>()) {}
+
+HttpEndpoint::~HttpEndpoint() { Stop(); }
+
+StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::string& listen, Hooks hooks) {
+  ASSIGN_OR_RETURN(HttpListen l, ParseHttpListen(listen));
+  if (hooks.registry == nullptr) return InvalidArgument("metrics endpoint: no registry given");
+  std::unique_ptr<HttpEndpoint> e(new HttpEndpoint(std::move(hooks), l.host));
+  e->Route();
+  // A scraper keeps its connection open between scrapes; a short keep-alive bounds how
+  // long Stop() waits for such an idle connection's thread.
+  e->server_->set_keep_alive_timeout(1);
+  // httplib's default sets SO_REUSEPORT, which lets a second conveyord bind the same port
+  // and silently take half the scrapes. SO_REUSEADDR alone still allows a quick restart.
+  e->server_->set_socket_options([](int sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
+  if (l.port == 0) {
+    e->port_ = e->server_->bind_to_any_port(l.host);
+    if (e->port_ < 0) return Unavailable("metrics endpoint: cannot bind " + listen);
+  } else {
+    if (!e->server_->bind_to_port(l.host, l.port)) {
+      return Unavailable("metrics endpoint: cannot bind " + listen + " (in use?)");
+    }
+    e->port_ = l.port;
+  }
+  httplib::Server* server = e->server_.get();
+  auto ended = std::make_shared<std::atomic<bool>>(false);
+  e->thread_ = std::thread([server, ended] {
+    server->listen_after_bind();
+    ended->store(true);
+  });
+  // httplib's stop() does nothing until the server runs, so a Stop() right after Start()
+  // would leave the thread serving forever: return only once it runs (or has failed).
+  while (!server->is_running()) {
+    if (ended->load()) {
+      e->thread_.join();
+      return Unavailable("metrics endpoint: serving " + listen + " failed to start");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return e;
+}
+
+void HttpEndpoint::Route() {
+  server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(RenderText(*hooks_.registry), kExpositionContentType);
+  });
+  // Both probes answer with the status's message, so `curl` shows why.
+  auto probe = [](const std::function<Status()>& hook, httplib::Response& res) {
+    const Status s = hook ? hook() : OkStatus();
+    res.status = s.ok() ? 200 : 503;
+    res.set_content(s.ok() ? std::string("ok\n") : s.message() + "\n", "text/plain; charset=utf-8");
+  };
+  server_->Get("/healthz", [this, probe](const httplib::Request&, httplib::Response& res) {
+    probe(hooks_.alive, res);
+  });
+  server_->Get("/readyz", [this, probe](const httplib::Request&, httplib::Response& res) {
+    probe(hooks_.ready, res);
+  });
+}
+
+void HttpEndpoint::Stop() {
+  if (!thread_.joinable()) return;
+  server_->stop();
+  thread_.join();
+}
+
+std::string HttpEndpoint::address() const {
+  const std::string host = host_.find(':') != std::string::npos ? "[" + host_ + "]" : host_;
+  return host + ":" + std::to_string(port_);
+}
+
+}  // namespace conveyor::metrics

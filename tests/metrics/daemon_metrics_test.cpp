@@ -1,0 +1,160 @@
+// conveyord's catalogue: every family registered with its labels, handles that update
+// the right series, and `promtool check metrics` clean on a fully populated scrape.
+#include "daemon_metrics.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "exposition.h"
+#include "test_process.h"
+
+namespace conveyor::metrics {
+namespace {
+
+constexpr char kPromtool[] = "/usr/bin/promtool";
+
+struct PromtoolResult {
+  int rc = -1;
+  std::string output;
+};
+
+// Pipes `text` into `promtool check metrics`: rc 0 clean, 3 lint problems, 1 parse error.
+PromtoolResult CheckMetrics(const std::string& text) {
+  PromtoolResult r;
+  const std::string dir = testing::MakeTempDir("conveyor-promtool");
+  if (dir.empty()) return r;
+  const std::string file = dir + "/metrics.txt";
+  std::ofstream(file) << text;
+  const std::string cmd = std::string(kPromtool) + " check metrics < " + file + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int status = pclose(p);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::remove(file.c_str());
+  rmdir(dir.c_str());
+  return r;
+}
+
+// Renders a catalogue with every series present: two devices, renditions, all reasons,
+// every callback bound and every histogram observed.
+std::string PopulatedScrape(Registry& r) {
+  StatusOr<DaemonMetrics> m = DaemonMetrics::Create(r, {"0.3.0", "nvidia"});
+  if (!m.ok()) return "create: " + m.status().ToString();
+  std::vector<ScopedCallback> keep;
+  ScopedCallback sessions = std::move(m->BindSessionsActive([] { return 3.0; }).value());
+  for (const char* device : {"cpu", "gpu0"}) {
+    DeviceMetrics d = m->ForDevice(device).value();
+    d.frames_in->Inc(10);
+    d.bytes_in->Inc(1 << 20);
+    d.bytes_out->Inc(1 << 18);
+    d.worker_restarts->Inc();
+    d.stream_overlap_ratio->Set(0.75);
+    d.frame_latency_seconds->Observe(0.02);
+    for (size_t s = 0; s < kStageCount; ++s) d.stage_seconds[s]->Observe(1e-4 * (s + 1));
+    m->FramesOut(device, "1920x1080").value()->Inc(10);
+    m->FramesOut(device, "640x360").value()->Inc(10);
+    DeviceGaugeSources src;
+    src.queue_depth = [] { return 2.0; };
+    src.pinned_bytes_allocated = [] { return 64.0 * 1024 * 1024; };
+    src.pinned_bytes_in_use = [] { return 8.0 * 1024 * 1024; };
+    src.device_memory_used_bytes = [] { return 512.0 * 1024 * 1024; };
+    StatusOr<std::vector<ScopedCallback>> bound = m->BindDeviceGauges(device, std::move(src));
+    if (!bound.ok()) return "bind: " + bound.status().ToString();
+    for (ScopedCallback& b : bound.value()) keep.push_back(std::move(b));
+  }
+  for (size_t i = 0; i < kFrameFailureCount; ++i) m->FramesFailed(static_cast<FrameFailure>(i)).Inc();
+  m->SessionsStarted().Inc(5);
+  m->SessionsRejected(SessionRejection::kDraining).Inc();
+  return RenderText(r);
+}
+
+TEST(DaemonMetrics, PromtoolAcceptsAFullScrape) {
+  ASSERT_EQ(access(kPromtool, X_OK), 0)
+      << kPromtool << " is missing: apt-get install prometheus (deploy/install-deps.sh --test)";
+  Registry r;
+  const std::string text = PopulatedScrape(r);
+  const PromtoolResult result = CheckMetrics(text);
+  EXPECT_EQ(result.rc, 0) << "promtool says:\n" << result.output << "\non:\n" << text;
+}
+
+TEST(DaemonMetrics, PromtoolCatchesBadText) {
+  // The check above can fail: promtool does flag a counter without _total and bad syntax.
+  ASSERT_EQ(access(kPromtool, X_OK), 0) << kPromtool << " is missing";
+  EXPECT_EQ(CheckMetrics("# HELP frames Frames.\n# TYPE frames counter\nframes 1\n").rc, 3);
+  EXPECT_EQ(CheckMetrics("frames{ 1\n").rc, 1);
+}
+
+TEST(DaemonMetrics, FullScrapeHasEveryFamily) {
+  Registry r;
+  const std::string text = PopulatedScrape(r);
+  for (const char* line : {
+           "conveyor_build_info{version=\"0.3.0\",gpu_backend=\"nvidia\"} 1\n",
+           "conveyor_frames_in_total{device=\"gpu0\"} 10\n",
+           "conveyor_frames_out_total{device=\"cpu\",rendition=\"1920x1080\"} 10\n",
+           "conveyor_frames_out_total{device=\"cpu\",rendition=\"other\"} 0\n",
+           "conveyor_bytes_in_total{device=\"cpu\"} 1048576\n",
+           "conveyor_bytes_out_total{device=\"gpu0\"} 262144\n",
+           "conveyor_frames_failed_total{reason=\"gpu_error\"} 1\n",
+           "conveyor_sessions_active 3\n",
+           "conveyor_sessions_started_total 5\n",
+           "conveyor_sessions_rejected_total{reason=\"draining\"} 1\n",
+           "conveyor_sessions_rejected_total{reason=\"session_cap\"} 0\n",
+           "conveyor_queue_depth{device=\"gpu0\"} 2\n",
+           "conveyor_stage_duration_seconds_bucket{stage=\"encode\",device=\"gpu0\",le=\"0.00025\"} 1\n",
+           "conveyor_stage_duration_seconds_count{stage=\"mux\",device=\"cpu\"} 1\n",
+           "conveyor_frame_latency_seconds_bucket{device=\"cpu\",le=\"0.025\"} 1\n",
+           "conveyor_stream_overlap_ratio{device=\"gpu0\"} 0.75\n",
+           "conveyor_pinned_memory_allocated_bytes{device=\"cpu\"} 67108864\n",
+           "conveyor_pinned_memory_in_use_bytes{device=\"cpu\"} 8388608\n",
+           "conveyor_device_memory_used_bytes{device=\"gpu0\"} 536870912\n",
+           "conveyor_worker_restarts_total{device=\"cpu\"} 1\n",
+       }) {
+    EXPECT_NE(text.find(line), std::string::npos) << "missing: " << line << "in:\n" << text;
+  }
+}
+
+TEST(DaemonMetrics, CreatingTwiceInOneRegistryIsAnError) {
+  Registry r;
+  ASSERT_TRUE(DaemonMetrics::Create(r, {"v", "off"}).ok());
+  const StatusOr<DaemonMetrics> again = DaemonMetrics::Create(r, {"v", "off"});
+  EXPECT_EQ(again.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(DaemonMetrics, RenditionsPastTheCapCountAsOther) {
+  Registry r;
+  DaemonMetrics m = DaemonMetrics::Create(r, {"v", "off"}).value();
+  ASSERT_TRUE(m.ForDevice("cpu").ok());
+  // "other" already holds one of the slots.
+  for (size_t i = 1; i < DaemonMetrics::kMaxRenditionsPerFamily; ++i) {
+    ASSERT_TRUE(m.FramesOut("cpu", std::to_string(i) + "x16").ok()) << i;
+  }
+  Counter* overflow = m.FramesOut("cpu", "9999x9999").value();
+  EXPECT_EQ(overflow, m.FramesOut("cpu", "other").value());
+  EXPECT_NE(overflow, m.FramesOut("cpu", "1x16").value());
+}
+
+TEST(DaemonMetrics, DeviceGaugesUnbindWithTheirBindings) {
+  Registry r;
+  DaemonMetrics m = DaemonMetrics::Create(r, {"v", "off"}).value();
+  {
+    DeviceGaugeSources src;
+    src.queue_depth = [] { return 1.0; };  // the others stay unbound
+    StatusOr<std::vector<ScopedCallback>> b = m.BindDeviceGauges("cpu", std::move(src));
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    EXPECT_EQ(b->size(), 1u);
+    const std::string text = RenderText(r);
+    EXPECT_NE(text.find("conveyor_queue_depth{device=\"cpu\"} 1\n"), std::string::npos) << text;
+    EXPECT_EQ(text.find("conveyor_pinned_memory_in_use_bytes"), std::string::npos) << text;
+  }
+  EXPECT_EQ(RenderText(r).find("conveyor_queue_depth"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace conveyor::metrics

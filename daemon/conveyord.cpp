@@ -1,21 +1,33 @@
 // conveyord: parse options, start logging, create the workers, the scheduler and the
-// session manager, serve gRPC, and on SIGTERM/SIGINT drain: health goes NOT_SERVING, new
-// streams get UNAVAILABLE, running sessions get up to drain_timeout_s to finish.
-#include <signal.h>
-
+// session manager, serve gRPC and the metrics/health endpoint, tell systemd READY=1 and
+// keep it informed (status, watchdog),
+// reload limits and the log level on SIGHUP, and on SIGTERM/SIGINT drain: health goes
+// NOT_SERVING, new streams get UNAVAILABLE, running sessions get up to drain_timeout_s.
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <spdlog/spdlog.h>
 
 #include "allocator_tuning.h"
+#include "config_reload.h"
+#include "config_reload_signal.h"
 #include "daemon_config.h"
+#include "doctor.h"
 #include "gpu_encoder.h"
 #include "logging.h"
+#include "observability.h"
+#include "pulse.h"
 #include "rpc_server.h"
 #include "scheduler.h"
+#include "service_monitor.h"
 #include "session_manager.h"
+#include "session_settings.h"
+#include "signal_waiter.h"
+#include "systemd_notifier.h"
 
 namespace conveyor {
 namespace {
@@ -37,6 +49,7 @@ StatusOr<std::vector<WorkerSlot>> CreateWorkers(const config::DaemonConfig& c) {
   options.max_width = c.max_width;
   options.max_height = c.max_height;
   options.cpu_threads = c.cpu_threads;
+  options.stage_timing = true;  // the stage histograms and the overlap gauge read the GPU events
   std::vector<WorkerSlot> workers;
   if (c.workers != "cpu") {
     const GpuProbe probe = ProbeGpus();
@@ -47,7 +60,7 @@ StatusOr<std::vector<WorkerSlot>> CreateWorkers(const config::DaemonConfig& c) {
         continue;
       }
       spdlog::info("worker: {} ({} MiB)", (*w)->Describe(), d.total_memory >> 20);
-      workers.push_back({std::move(w).value(), GpuBackendName(), d.name, d.total_memory});
+      workers.push_back({std::move(w).value(), GpuBackendName(), d.name, d.total_memory, d.index});
     }
     if (probe.devices.empty()) spdlog::info("no GPU: {}", probe.unavailable_reason);
     if (workers.empty() && c.workers == "gpu") return Unavailable("workers = \"gpu\" but no GPU worker could start");
@@ -60,7 +73,36 @@ StatusOr<std::vector<WorkerSlot>> CreateWorkers(const config::DaemonConfig& c) {
   return workers;
 }
 
+// The main loop wakes this often while it waits for signals; each wake takes the session
+// manager's lock, which every stream's start and end goes through.
+constexpr double kMainLoopTickS = 1;
+// The watchdog's liveness check: the main loop has woken within this long. Ten missed ticks
+// mean a stuck main thread or a session manager lock held (deadlocked) for seconds.
+constexpr double kMainLoopStaleS = 10;
+// Liveness also needs every worker thread to have run this recently (idle ones wake every
+// second); a GPU wait that never returns shows here.
+constexpr double kWorkerStaleS = 10;
+
+void LogIfError(const Status& s) {
+  if (!s.ok()) spdlog::warn("{}", s.ToString());
+}
+
+// Waits for the sessions to end, beating `pulse` meanwhile; false when some are left after
+// `timeout_s`.
+bool WaitForSessions(SessionManager* sessions, double timeout_s, Pulse* pulse) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  for (;;) {
+    const double left = std::chrono::duration<double>(give_up - std::chrono::steady_clock::now()).count();
+    if (sessions->WaitUntilIdle(std::max(0.0, std::min(left, kMainLoopTickS)))) return true;
+    pulse->Beat();
+    if (left <= kMainLoopTickS) return false;
+  }
+}
+
 int Run(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "doctor") {
+    return doctor::DoctorMain("conveyord doctor", std::vector<std::string>(argv + 2, argv + argc));
+  }
   StatusOr<config::CommandLine> cl = config::ParseCommandLine(argc, argv);
   if (!cl.ok()) {
     std::fprintf(stderr, "conveyord: %s\n", cl.status().message().c_str());
@@ -77,13 +119,11 @@ int Run(int argc, char** argv) {
   }
   spdlog::info("conveyord {} starting{}", config::ConveyorVersion(),
                cl->config_path.empty() ? "" : " with " + cl->config_path);
+  config::ConfigReloader reloader(std::vector<std::string>(argv, argv + argc), *cl);
 
-  // Block the stop signals in every thread; the main thread waits for them below.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // Blocks SIGTERM, SIGINT and SIGHUP before any thread starts; the main thread takes them.
+  SignalWaiter signals;
+  SystemdNotifier notifier;
 
   TuneAllocatorForFrames();
   StatusOr<std::vector<WorkerSlot>> workers = CreateWorkers(c);
@@ -92,16 +132,14 @@ int Run(int argc, char** argv) {
     return 1;
   }
   Scheduler scheduler(std::move(workers).value());
-  SessionOptions so;
-  so.limits.max_width = c.max_width;
-  so.limits.max_height = c.max_height;
-  so.limits.max_frame_rate = c.max_frame_rate;
-  so.queue_frames = c.session_queue_frames;
-  so.output_bytes = c.session_output_bytes;
-  so.input_bytes = static_cast<size_t>(c.input_queue_bytes);
-  so.max_input_bytes = c.max_session_bytes;
-  so.decode_threads = c.decode_threads;
-  SessionManager sessions(&scheduler, so, SessionLimits{c.max_sessions, c.idle_timeout_s});
+  StatusOr<std::unique_ptr<Observability>> observability =
+      Observability::Create(&scheduler, config::ConveyorVersion(), GpuBackendName());
+  if (!observability.ok()) {
+    spdlog::error("metrics: {}", observability.status().ToString());
+    return 1;
+  }
+  SessionManager sessions(&scheduler, SessionOptionsFromConfig(c), SessionLimitsFromConfig(c));
+  sessions.SetMetrics((*observability)->session_metrics());
 
   StatusOr<std::unique_ptr<RpcServer>> server = RpcServer::Start(c.EffectiveListen(), &sessions,
                                                                  config::ConveyorVersion());
@@ -111,16 +149,44 @@ int Run(int argc, char** argv) {
   }
   for (const std::string& e : (*server)->endpoints()) spdlog::info("listening on {}", e);
 
-  int signal_number = 0;
-  sigwait(&stop_signals, &signal_number);
-  spdlog::info("signal {}: draining ({} sessions, up to {} s)", signal_number, sessions.active(), c.drain_timeout_s);
+  Pulse main_loop;
+  auto alive = [&]() -> Status {
+    if (main_loop.SecondsSinceBeat() >= kMainLoopStaleS) return Unavailable("the main loop is not running");
+    return scheduler.CheckWorkersAlive(kWorkerStaleS);
+  };
+  if (Status s = (*observability)->Serve(c.metrics_listen, &sessions, alive); !s.ok()) {
+    spdlog::error("metrics endpoint: {}", s.ToString());
+    return 1;
+  }
+  if (!c.metrics_listen.empty()) spdlog::info("metrics and health on http://{}", (*observability)->address());
+  ServiceMonitor monitor(&notifier, &sessions, [&] { return alive().ok(); });
+  LogIfError(notifier.Ready(monitor.SampleStatus()));
+  monitor.Start();
+
+  SignalWaiter::Received received{};
+  for (;;) {
+    received = signals.Wait(kMainLoopTickS, [&] {
+      (void)sessions.active();  // takes the session manager's lock: it is not stuck
+      main_loop.Beat();
+    });
+    if (received.action == SignalWaiter::Action::kStop) break;
+    ReloadOnSighup(&reloader, &sessions, &notifier, [&] { return monitor.SampleStatus(); });
+    main_loop.Beat();
+  }
+
+  const double drain_timeout_s = reloader.running().drain_timeout_s;
+  spdlog::info("signal {}: draining ({} sessions, up to {} s)", received.signal_number, sessions.active(),
+               drain_timeout_s);
   sessions.StartDrain();
   (*server)->SetServing(false);
-  if (!sessions.WaitUntilIdle(c.drain_timeout_s)) {
+  LogIfError(notifier.Stopping(monitor.SampleStatus()));
+  if (!WaitForSessions(&sessions, drain_timeout_s, &main_loop)) {
     spdlog::warn("drain timeout: cancelling {} sessions", sessions.active());
     for (auto& s : sessions.List()) s->Cancel(Unavailable("the server is shutting down (drain timeout)"));
   }
   (*server)->Shutdown(2.0);
+  (*observability)->Stop();
+  monitor.Stop();
   spdlog::info("stopped");
   return 0;
 }

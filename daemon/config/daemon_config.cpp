@@ -426,6 +426,14 @@ bool operator==(const DaemonConfig& a, const DaemonConfig& b) {
   return true;
 }
 
+std::vector<std::string> ChangedSettings(const DaemonConfig& a, const DaemonConfig& b) {
+  std::vector<std::string> changed;
+  for (const Field& f : kFields) {
+    if (RenderValue(a, f) != RenderValue(b, f)) changed.push_back(Name(f));
+  }
+  return changed;
+}
+
 std::vector<ListenAddress> DaemonConfig::EffectiveListen() const {
   if (!listen.empty()) return listen;
   return {DefaultListenAddress()};

@@ -54,6 +54,10 @@ struct DaemonConfig {
 bool operator==(const DaemonConfig& a, const DaemonConfig& b);
 inline bool operator!=(const DaemonConfig& a, const DaemonConfig& b) { return !(a == b); }
 
+// The settings whose values differ between `a` and `b`, named as the file names them
+// ("limits.max_sessions"), in the file's order.
+std::vector<std::string> ChangedSettings(const DaemonConfig& a, const DaemonConfig& b);
+
 // Parses TOML text: tables [server], [limits], [workers] with the fields above. Keys not
 // given keep their defaults. Unknown tables or keys and wrong types are INVALID_ARGUMENT
 // naming the key and "source:line:column". The result is validated.

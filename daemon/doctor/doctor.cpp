@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <iostream>
 
 #include "doctor_report.h"
 #include "env_check.h"
@@ -155,6 +156,20 @@ int RunDoctor(const DoctorOptions& options, std::ostream& out) {
   if (options.json) out << FormatJsonLine(gpu.backend, outcome, all) << '\n';
   out.flush();
   return ExitCodeFor(outcome);
+}
+
+int DoctorMain(const std::string& program, const std::vector<std::string>& args) {
+  bool help = false;
+  auto options = ParseDoctorArgs(args, &help);
+  if (!options.ok()) {
+    std::cerr << program << ": " << options.status().message() << '\n' << DoctorUsage(program);
+    return kExitUsage;
+  }
+  if (help) {
+    std::cout << DoctorUsage(program);
+    return kExitOk;
+  }
+  return RunDoctor(*options, std::cout);
 }
 
 }  // namespace conveyor::doctor

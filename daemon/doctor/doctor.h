@@ -34,4 +34,8 @@ std::string DoctorUsage(const std::string& program);
 // Runs every check, prints the checklist to `out`, returns the exit code.
 int RunDoctor(const DoctorOptions& options, std::ostream& out);
 
+// The whole command: parses `args`, prints usage errors and --help for `program`, runs
+// the checks on stdout. `conveyor-doctor` and `conveyord doctor` are this.
+int DoctorMain(const std::string& program, const std::vector<std::string>& args);
+
 }  // namespace conveyor::doctor

@@ -24,6 +24,7 @@ struct WorkerSlot {
   std::string backend;              // "cpu", "hip-amd", "hip-nvidia"
   std::string device;               // device name; empty for the CPU
   uint64_t device_memory_bytes = 0;
+  int device_index = -1;            // the GPU's runtime index; -1 for the CPU
 };
 
 // A frame waiting for its worker. `keepalive` owns the memory frame.plane points into,

@@ -42,7 +42,8 @@ Session::Session(std::string id, Job job, SessionOptions options, std::shared_pt
       bytes_(options.input_bytes, [this] {
         std::lock_guard<std::recursive_mutex> lock(sink_mu_);
         if (sink_ != nullptr && !closed_) sink_->ResumeReading();
-      }) {
+      }),
+      meter_(options.metrics, lane_->worker_index(), backend_ != "cpu") {
   Touch();
 }
 
@@ -79,6 +80,7 @@ StatusOr<bool> Session::TryPushContainerBytes(std::vector<uint8_t>& chunk) {
   const size_t n = chunk.size();
   if (!bytes_.TryPush(chunk)) return false;
   bytes_in_ += n;
+  meter_.BytesIn(n);
   Touch();
   return true;
 }
@@ -108,6 +110,7 @@ StatusOr<bool> Session::TryPushFrameChunk(const v1::RawFrameChunk& chunk) {
   }
   assembling_->insert(assembling_->end(), chunk.data().begin(), chunk.data().end());
   bytes_in_ += chunk.data().size();
+  meter_.BytesIn(chunk.data().size());
   Touch();
   if (chunk.end_of_frame()) {
     if (assembling_->size() != expected) {
@@ -222,6 +225,12 @@ Status Session::BeginOutput(int width, int height, int rate_num, int rate_den, i
                             const std::string& codec, int rotation, const AVCodecParameters* audio,
                             AVRational audio_time_base) {
   ASSIGN_OR_RETURN(renditions_, ResolveRenditions(job_, width, height, options_.limits));
+  std::vector<std::string> labels;
+  for (const Rendition& r : renditions_) {  // 0 x 0 is the source size
+    labels.push_back(std::to_string(r.width == 0 ? width : r.width) + "x" +
+                     std::to_string(r.height == 0 ? height : r.height));
+  }
+  meter_.SetRenditions(labels);
   v1::TranscodeResponse r;
   v1::Started* started = r.mutable_started();
   started->set_session_id(id_);
@@ -251,6 +260,7 @@ Status Session::BeginOutput(int width, int height, int rate_num, int rate_den, i
       chunk.mutable_container_chunk()->set_rendition(index);
       chunk.mutable_container_chunk()->set_data(data, size);
       bytes_out_ += size;
+      meter_.BytesOut(size);
       Send(std::move(chunk));
       return OkStatus();
     };
@@ -291,7 +301,9 @@ Status Session::RunContainer() {
   for (;;) {
     const auto decode_start = std::chrono::steady_clock::now();
     StatusOr<bool> more = decoder->Next(&f);
-    decode_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - decode_start).count();
+    const double decode_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - decode_start).count();
+    decode_seconds_ += decode_seconds;
     if (!more.ok()) return AsInputError(more.status());
     if (!*more) return OkStatus();
     if (f.width != v.width || f.height != v.height) {
@@ -300,6 +312,8 @@ Status Session::RunContainer() {
                              std::to_string(v.height) + " (size changes are not supported)");
     }
     frames_in_++;
+    meter_.FrameIn();
+    meter_.Decoded(decode_seconds);
     std::shared_ptr<void> keepalive;
     StatusOr<media::ConvertedFrame> converted = Status();
     if (media::PassThroughFormat(f.format)) {
@@ -351,6 +365,7 @@ Status Session::RunRaw() {
       if (sink_ != nullptr && !closed_) sink_->ResumeReading();
     }
     frames_in_++;
+    meter_.FrameIn();
     ASSIGN_OR_RETURN(FrameView view, MakePackedFrameView(frame.data->data(), frame.data->size(), job_.raw_width,
                                                          job_.raw_height, job_.raw_format, job_.raw_matrix,
                                                          job_.raw_range));
@@ -388,6 +403,7 @@ void Session::OnFrameDone(int64_t pts, FrameResult&& result) {
     ok = ok && !cancelled_;
   }
   if (!result.status.ok()) {
+    meter_.FrameFailed(result.status);
     Fail(result.status.WithContext("frame " + std::to_string(frames_out_.load())));
   } else if (ok) {
     const uint64_t index = frames_out_.load();
@@ -395,7 +411,9 @@ void Session::OnFrameDone(int64_t pts, FrameResult&& result) {
       const std::vector<uint8_t>& jpeg = result.jpeg[i];
       if (!muxers_.empty()) {
         std::lock_guard<std::mutex> lock(mux_mu_);
+        const auto mux_start = std::chrono::steady_clock::now();
         Status s = muxers_[i]->WriteVideo(jpeg.data(), jpeg.size(), pts);
+        meter_.Muxed(std::chrono::duration<double>(std::chrono::steady_clock::now() - mux_start).count());
         if (!s.ok()) {
           Fail(s.WithContext("mux rendition " + std::to_string(i)));
           ok = false;
@@ -416,9 +434,11 @@ void Session::OnFrameDone(int64_t pts, FrameResult&& result) {
         Send(std::move(r));
       } while (offset < jpeg.size());
       bytes_out_ += jpeg.size();
+      meter_.BytesOut(jpeg.size());
     }
     if (ok) {
       frames_out_++;
+      meter_.FrameDone(result);
       encode_seconds_ += std::chrono::duration<double>(result.times.done - result.times.started).count();
       queue_seconds_ += std::chrono::duration<double>(result.times.started - result.times.submitted).count();
       const auto now = std::chrono::steady_clock::now();

@@ -22,6 +22,7 @@
 #include "job.h"
 #include "muxer.h"
 #include "scheduler.h"
+#include "session_meter.h"
 #include "status.h"
 
 namespace conveyor {
@@ -55,6 +56,7 @@ struct SessionOptions {
   uint64_t max_input_bytes = 64ull << 30;
   int decode_threads = 0;
   size_t message_bytes = 1 << 20;   // largest data field in one response
+  const SessionMetricsContext* metrics = nullptr;  // none: count nothing
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -152,6 +154,7 @@ class Session : public std::enable_shared_from_this<Session> {
   double encode_seconds_ = 0, queue_seconds_ = 0;  // delivery thread only
   double decode_seconds_ = 0;                       // pipeline thread only
   std::atomic<bool> finished_{false};
+  SessionMeter meter_;  // renditions set in BeginOutput, before the first frame
 };
 
 }  // namespace conveyor

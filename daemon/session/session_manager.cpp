@@ -34,16 +34,34 @@ SessionManager::~SessionManager() {
 }
 
 StatusOr<std::shared_ptr<Session>> SessionManager::Create(const v1::JobSpec& spec) {
-  ASSIGN_OR_RETURN(Job job, ParseJobSpec(spec, options_.limits));
-  std::lock_guard<std::mutex> lock(mu_);
-  if (draining_) return Unavailable("the server is draining; retry on another instance");
-  if (static_cast<int>(sessions_.size()) >= limits_.max_sessions) {
-    return ResourceExhausted("session limit reached (" + std::to_string(limits_.max_sessions) + " active)");
+  SessionOptions options;  // one snapshot, so a reload cannot split a session's options
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    options = options_;
+    options.metrics = metrics_;
   }
-  std::shared_ptr<Lane> lane = scheduler_->Attach(options_.queue_frames);
+  metrics::DaemonMetrics* counted = options.metrics != nullptr ? options.metrics->daemon : nullptr;
+  auto reject = [counted](metrics::SessionRejection reason, Status status) {
+    if (counted != nullptr) counted->SessionsRejected(reason).Inc();
+    return status;
+  };
+  StatusOr<Job> parsed = ParseJobSpec(spec, options.limits);
+  if (!parsed.ok()) return reject(metrics::SessionRejection::kInvalidSpec, parsed.status());
+  Job job = std::move(parsed).value();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (draining_) {
+    return reject(metrics::SessionRejection::kDraining,
+                  Unavailable("the server is draining; retry on another instance"));
+  }
+  if (static_cast<int>(sessions_.size()) >= limits_.max_sessions) {
+    return reject(metrics::SessionRejection::kSessionCap,
+                  ResourceExhausted("session limit reached (" + std::to_string(limits_.max_sessions) + " active)"));
+  }
+  if (counted != nullptr) counted->SessionsStarted().Inc();
+  std::shared_ptr<Lane> lane = scheduler_->Attach(options.queue_frames);
   const WorkerSlot& w = scheduler_->worker(lane->worker_index());
   std::string id = NewSessionId();
-  auto session = std::make_shared<Session>(id, std::move(job), options_, std::move(lane), w.worker->Describe(),
+  auto session = std::make_shared<Session>(id, std::move(job), options, std::move(lane), w.worker->Describe(),
                                            w.backend);
   sessions_.emplace(id, session);
   spdlog::info("session {}: started on {}{}{}", id, w.worker->Describe(), session->label().empty() ? "" : ", label ",
@@ -79,6 +97,26 @@ Status SessionManager::Cancel(const std::string& id) {
   return OkStatus();
 }
 
+int SessionManager::max_sessions() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return limits_.max_sessions;
+}
+
+void SessionManager::SetLimits(SessionLimits limits) {
+  std::lock_guard<std::mutex> lock(mu_);
+  limits_ = limits;  // the reaper takes its new period after its current wait (at most 1 s)
+}
+
+SessionLimits SessionManager::limits() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return limits_;
+}
+
+void SessionManager::SetOptions(SessionOptions options) {
+  std::lock_guard<std::mutex> lock(mu_);
+  options_ = std::move(options);
+}
+
 void SessionManager::StartDrain() {
   std::lock_guard<std::mutex> lock(mu_);
   draining_ = true;
@@ -100,13 +138,14 @@ bool SessionManager::WaitUntilIdle(double timeout_s) {
 }
 
 void SessionManager::ReapLoop() {
-  const auto period = std::chrono::duration<double>(std::max(0.05, std::min(1.0, limits_.idle_timeout_s / 4)));
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
+    const auto period = std::chrono::duration<double>(std::max(0.05, std::min(1.0, limits_.idle_timeout_s / 4)));
     changed_.wait_for(lock, period, [&] { return stopping_; });
+    const double idle_timeout_s = limits_.idle_timeout_s;
     std::vector<std::shared_ptr<Session>> idle;
     for (const auto& [id, s] : sessions_) {
-      if (s->IdleSeconds() > limits_.idle_timeout_s) idle.push_back(s);
+      if (s->IdleSeconds() > idle_timeout_s) idle.push_back(s);
     }
     lock.unlock();
     for (auto& s : idle) {
@@ -117,11 +156,16 @@ void SessionManager::ReapLoop() {
         continue;
       }
       s->Cancel(Status(StatusCode::kDeadlineExceeded,
-                       "session idle for more than " + std::to_string(limits_.idle_timeout_s) +
+                       "session idle for more than " + std::to_string(idle_timeout_s) +
                            " s (no input read and no output written)"));
     }
     lock.lock();
   }
+}
+
+void SessionManager::SetMetrics(const SessionMetricsContext* metrics) {
+  std::lock_guard<std::mutex> lock(mu_);
+  metrics_ = metrics;
 }
 
 }  // namespace conveyor

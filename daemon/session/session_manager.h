@@ -1,6 +1,7 @@
 // The daemon's sessions: creation against the limits (session cap, draining), lookup for
 // ListSessions and CancelSession, and a reaper that ends sessions idle for longer than
-// the idle timeout (a client that stopped sending or stopped reading).
+// the idle timeout (a client that stopped sending or stopped reading). Limits and session
+// options can be replaced while it runs (SIGHUP).
 #pragma once
 
 #include <condition_variable>
@@ -36,7 +37,16 @@ class SessionManager {
   void StartDrain();
   bool draining() const;
   int active() const;
-  int max_sessions() const { return limits_.max_sessions; }
+  int max_sessions() const;
+  // Reload: the cap applies to the next Create, the idle timeout to every session at the
+  // reaper's next pass. Sessions already over a lowered cap keep running.
+  void SetLimits(SessionLimits limits);
+  SessionLimits limits() const;
+  // Reload: sessions created from now on get `options`; running ones keep theirs.
+  void SetOptions(SessionOptions options);
+  // Where sessions count (metrics): started and rejected sessions here, frames and bytes
+  // in each session. Set once before serving; kept across SetOptions.
+  void SetMetrics(const SessionMetricsContext* metrics);
   // Waits until no session is left or the timeout passes; true when none is left.
   bool WaitUntilIdle(double timeout_s);
   Scheduler& scheduler() { return *scheduler_; }
@@ -45,14 +55,15 @@ class SessionManager {
   void ReapLoop();
 
   Scheduler* const scheduler_;
-  const SessionOptions options_;
-  const SessionLimits limits_;
   mutable std::mutex mu_;
+  SessionOptions options_;  // guarded by mu_
+  SessionLimits limits_;    // guarded by mu_
   std::condition_variable changed_;
   std::map<std::string, std::shared_ptr<Session>> sessions_;
   bool draining_ = false;
   bool stopping_ = false;
   std::thread reaper_;
+  const SessionMetricsContext* metrics_ = nullptr;
 };
 
 }  // namespace conveyor

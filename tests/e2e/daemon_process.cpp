@@ -39,7 +39,7 @@ DaemonProcess::DaemonProcess(std::vector<std::string> extra_flags) {
   const char* level = std::getenv("CONVEYOR_E2E_LOG_LEVEL");
   std::vector<std::string> args = {CONVEYORD_PATH, "--config", "",          "--listen", target_,
                                    "--workers",    "cpu",      "--cpu-threads", "2",      "--log-level",
-                                   level ? level : "warn"};
+                                   level ? level : "warn", "--metrics-listen", ""};
   for (size_t i = 0; i < extra_flags.size(); ++i) {
     if (extra_flags[i] == "--config") args.erase(args.begin() + 1, args.begin() + 3);  // the test's own file
   }

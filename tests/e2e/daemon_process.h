@@ -18,7 +18,8 @@ namespace conveyor::e2e {
 class DaemonProcess {
  public:
   // `extra_flags` go after the defaults (--config "", --listen, --workers cpu,
-  // --cpu-threads 2, --log-level warn), so they can override them.
+  // --cpu-threads 2, --log-level warn, --metrics-listen "": no HTTP endpoint, so that
+  // daemons of parallel tests never race for a port), so they can override them.
   explicit DaemonProcess(std::vector<std::string> extra_flags = {});
   ~DaemonProcess();
 

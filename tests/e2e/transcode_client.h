@@ -46,4 +46,7 @@ TranscodeOutcome RunTranscode(v1::Transcoder::Stub* stub, const TranscodeCall& c
 // Sends a file's bytes as container_chunk messages of `chunk` bytes.
 bool SendFileChunks(TranscodeStream* stream, const std::string& path, size_t chunk = 1 << 20);
 
+// Sends one raw frame as frame_chunk messages of at most `chunk` bytes.
+bool SendRawFrame(TranscodeStream* stream, const std::vector<uint8_t>& bytes, int64_t pts, size_t chunk = 1 << 20);
+
 }  // namespace conveyor::e2e

@@ -78,18 +78,6 @@ v1::JobSpec RawSpec(v1::PixelFormat format, int w, int h) {
   return spec;
 }
 
-bool SendRawFrame(TranscodeStream* s, const std::vector<uint8_t>& bytes, int64_t pts, size_t chunk) {
-  for (size_t off = 0; off < bytes.size(); off += chunk) {
-    const size_t n = std::min(chunk, bytes.size() - off);
-    v1::TranscodeRequest r;
-    r.mutable_frame_chunk()->set_pts(pts);
-    r.mutable_frame_chunk()->set_data(bytes.data() + off, n);
-    r.mutable_frame_chunk()->set_end_of_frame(off + n == bytes.size());
-    if (!s->Write(r)) return false;
-  }
-  return true;
-}
-
 class TranscodeTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {

@@ -1,0 +1,88 @@
+// Metrics and probes wired to the engine; see observability.h.
+#include "observability.h"
+
+#include <chrono>
+
+namespace conveyor {
+
+std::string Observability::DeviceLabel(const WorkerSlot& w) {
+  return w.device_index < 0 ? "cpu" : "gpu" + std::to_string(w.device_index);
+}
+
+StatusOr<std::unique_ptr<Observability>> Observability::Create(Scheduler* scheduler, const std::string& version,
+                                                               const std::string& gpu_backend) {
+  std::unique_ptr<Observability> o(new Observability(scheduler));
+  ASSIGN_OR_RETURN(metrics::DaemonMetrics m, metrics::DaemonMetrics::Create(o->registry_, {version, gpu_backend}));
+  o->daemon_ = std::make_unique<metrics::DaemonMetrics>(std::move(m));
+  o->context_.daemon = o->daemon_.get();
+  for (int i = 0; i < scheduler->num_workers(); ++i) {
+    const WorkerSlot& w = scheduler->worker(i);
+    const std::string label = DeviceLabel(w);
+    ASSIGN_OR_RETURN(metrics::DeviceMetrics d, o->daemon_->ForDevice(label));
+    o->context_.devices.push_back(d);
+    o->context_.device_labels.push_back(label);
+    Worker* worker = w.worker.get();
+    metrics::DeviceGaugeSources sources;
+    sources.queue_depth = [scheduler, i] { return static_cast<double>(scheduler->Load(i).queued); };
+    sources.pinned_bytes_allocated = [worker] { return static_cast<double>(worker->Stats().pinned_bytes); };
+    sources.pinned_bytes_in_use = [worker] { return static_cast<double>(worker->Stats().pinned_in_use_bytes); };
+    sources.device_memory_used_bytes = [worker] { return static_cast<double>(worker->Stats().device_bytes); };
+    ASSIGN_OR_RETURN(std::vector<metrics::ScopedCallback> b, o->daemon_->BindDeviceGauges(label, std::move(sources)));
+    for (auto& binding : b) o->bindings_.push_back(std::move(binding));
+    o->restarts_seen_.push_back(0);
+  }
+  o->updater_ = std::thread([p = o.get()] { p->UpdateLoop(); });
+  return o;
+}
+
+Observability::~Observability() { Stop(); }
+
+Status Observability::Serve(const std::string& listen, SessionManager* sessions, std::function<Status()> alive) {
+  ASSIGN_OR_RETURN(metrics::ScopedCallback active,
+                   daemon_->BindSessionsActive([sessions] { return static_cast<double>(sessions->active()); }));
+  bindings_.push_back(std::move(active));
+  if (listen.empty()) return OkStatus();
+  metrics::HttpEndpoint::Hooks hooks;
+  hooks.registry = &registry_;
+  hooks.alive = std::move(alive);
+  hooks.ready = [sessions] {
+    if (sessions->draining()) return Unavailable("draining");
+    if (sessions->active() >= sessions->max_sessions()) {
+      return Unavailable("at the session cap (" + std::to_string(sessions->max_sessions()) + ")");
+    }
+    return OkStatus();
+  };
+  ASSIGN_OR_RETURN(endpoint_, metrics::HttpEndpoint::Start(listen, std::move(hooks)));
+  return OkStatus();
+}
+
+void Observability::Stop() {
+  if (endpoint_) endpoint_->Stop();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (updater_.joinable()) updater_.join();
+}
+
+// Workers report overlap as a ratio and restarts as a running total: the gauge is set
+// and the counter advanced by the difference, once a second.
+void Observability::UpdateLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    lock.unlock();
+    for (int i = 0; i < scheduler_->num_workers(); ++i) {
+      const WorkerStats st = scheduler_->worker(i).worker->Stats();
+      context_.devices[i].stream_overlap_ratio->Set(st.overlap_ratio);
+      if (st.restarts > restarts_seen_[i]) {
+        context_.devices[i].worker_restarts->Inc(st.restarts - restarts_seen_[i]);
+        restarts_seen_[i] = st.restarts;
+      }
+    }
+    lock.lock();
+    wake_.wait_for(lock, std::chrono::seconds(1), [&] { return stopping_; });
+  }
+}
+
+}  // namespace conveyor

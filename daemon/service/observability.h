@@ -1,0 +1,62 @@
+// conveyord's metrics and HTTP probes, wired to the engine: the registry and the daemon's
+// metric catalogue, one set of device handles per worker, scrape-time gauges read from
+// the workers and the session manager, a once-a-second update of what the workers only
+// report cumulatively (overlap, restarts), and the /metrics, /healthz, /readyz endpoint.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daemon_metrics.h"
+#include "http_endpoint.h"
+#include "metrics_registry.h"
+#include "scheduler.h"
+#include "session_manager.h"
+#include "session_meter.h"
+
+namespace conveyor {
+
+class Observability {
+ public:
+  // Registers the metrics and each worker's series. `gpu_backend`: "off", "amd", "nvidia".
+  static StatusOr<std::unique_ptr<Observability>> Create(Scheduler* scheduler, const std::string& version,
+                                                         const std::string& gpu_backend);
+  ~Observability();
+
+  // What sessions count into (SessionManager::SetMetrics).
+  const SessionMetricsContext* session_metrics() const { return &context_; }
+
+  // Binds the session gauges and starts the HTTP endpoint on `listen` ("" = no endpoint).
+  // /healthz answers `alive`; /readyz is ready while not draining and under the cap.
+  Status Serve(const std::string& listen, SessionManager* sessions, std::function<Status()> alive);
+  // The endpoint's address with its real port, or "" when there is none.
+  std::string address() const { return endpoint_ ? endpoint_->address() : ""; }
+  void Stop();
+
+  // The `device` label of worker i: "cpu", or "gpu<index>".
+  static std::string DeviceLabel(const WorkerSlot& w);
+
+ private:
+  explicit Observability(Scheduler* scheduler) : scheduler_(scheduler) {}
+  void UpdateLoop();
+
+  Scheduler* const scheduler_;
+  metrics::Registry registry_;
+  std::unique_ptr<metrics::DaemonMetrics> daemon_;
+  SessionMetricsContext context_;
+  std::vector<metrics::ScopedCallback> bindings_;
+  std::vector<uint64_t> restarts_seen_;  // update thread only
+  std::unique_ptr<metrics::HttpEndpoint> endpoint_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread updater_;
+};
+
+}  // namespace conveyor

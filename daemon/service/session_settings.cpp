@@ -1,0 +1,23 @@
+// DaemonConfig → SessionOptions and SessionLimits (see session_settings.h).
+#include "session_settings.h"
+
+namespace conveyor {
+
+SessionOptions SessionOptionsFromConfig(const config::DaemonConfig& c) {
+  SessionOptions so;
+  so.limits.max_width = c.max_width;
+  so.limits.max_height = c.max_height;
+  so.limits.max_frame_rate = c.max_frame_rate;
+  so.queue_frames = c.session_queue_frames;
+  so.output_bytes = c.session_output_bytes;
+  so.input_bytes = static_cast<size_t>(c.input_queue_bytes);
+  so.max_input_bytes = c.max_session_bytes;
+  so.decode_threads = c.decode_threads;
+  return so;
+}
+
+SessionLimits SessionLimitsFromConfig(const config::DaemonConfig& c) {
+  return SessionLimits{c.max_sessions, c.idle_timeout_s};
+}
+
+}  // namespace conveyor

@@ -1,0 +1,13 @@
+// From conveyord's config to what the session manager takes: the session limits and the
+// options each new session gets. Used at startup and again on every reload.
+#pragma once
+
+#include "daemon_config.h"
+#include "session_manager.h"
+
+namespace conveyor {
+
+SessionOptions SessionOptionsFromConfig(const config::DaemonConfig& c);
+SessionLimits SessionLimitsFromConfig(const config::DaemonConfig& c);
+
+}  // namespace conveyor

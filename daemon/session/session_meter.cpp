@@ -1,0 +1,92 @@
+// Session-side metric counting; see session_meter.h.
+#include "session_meter.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include <spdlog/spdlog.h>
+
+namespace conveyor {
+
+SessionMeter::SessionMeter(const SessionMetricsContext* context, int worker_index, bool gpu_worker)
+    : gpu_worker_(gpu_worker) {
+  if (context == nullptr || context->daemon == nullptr || worker_index < 0 ||
+      worker_index >= static_cast<int>(context->devices.size())) {
+    return;
+  }
+  context_ = context;
+  worker_index_ = worker_index;
+  daemon_ = context->daemon;
+  device_ = &context->devices[worker_index];
+}
+
+void SessionMeter::SetRenditions(const std::vector<std::string>& renditions) {
+  frames_out_.clear();
+  if (daemon_ == nullptr) return;
+  for (const std::string& r : renditions) {
+    StatusOr<metrics::Counter*> c = daemon_->FramesOut(context_->device_labels[worker_index_], r);
+    if (!c.ok()) spdlog::warn("metrics: frames out of rendition {}: {}", r, c.status().ToString());
+    frames_out_.push_back(c.ok() ? *c : nullptr);
+  }
+}
+
+void SessionMeter::BytesIn(size_t n) const {
+  if (device_ != nullptr) device_->bytes_in->Inc(n);
+}
+
+void SessionMeter::FrameIn() const {
+  if (device_ != nullptr) device_->frames_in->Inc();
+}
+
+void SessionMeter::BytesOut(size_t n) const {
+  if (device_ != nullptr) device_->bytes_out->Inc(n);
+}
+
+void SessionMeter::Decoded(double seconds) const {
+  if (device_ != nullptr) device_->stage(metrics::Stage::kDecode).Observe(seconds);
+}
+
+void SessionMeter::Muxed(double seconds) const {
+  if (device_ != nullptr) device_->stage(metrics::Stage::kMux).Observe(seconds);
+}
+
+void SessionMeter::FrameDone(const FrameResult& r) const {
+  if (device_ == nullptr) return;
+  for (size_t i = 0; i < r.jpeg.size() && i < frames_out_.size(); ++i) {
+    if (frames_out_[i] != nullptr) frames_out_[i]->Inc();
+  }
+  const FrameTimes& t = r.times;
+  device_->frame_latency_seconds->Observe(std::chrono::duration<double>(t.done - t.submitted).count());
+  if (t.upload.end > 0) {  // GPU event times (stage timing)
+    device_->stage(metrics::Stage::kUpload).Observe(t.upload.seconds());
+    device_->stage(metrics::Stage::kEncode).Observe(t.encode.seconds());
+    if (!t.band_readback.empty()) {
+      double first = t.band_readback.front().start, last = t.band_readback.front().end;
+      for (const GpuInterval& b : t.band_readback) {
+        first = std::min(first, b.start);
+        last = std::max(last, b.end);
+      }
+      device_->stage(metrics::Stage::kReadback).Observe(last - first);
+    }
+  } else {
+    device_->stage(metrics::Stage::kEncode).Observe(std::chrono::duration<double>(t.done - t.started).count());
+  }
+}
+
+void SessionMeter::FrameFailed(const Status& status) const {
+  if (daemon_ == nullptr) return;
+  metrics::FrameFailure reason = metrics::FrameFailure::kInternal;
+  switch (status.code()) {
+    case StatusCode::kInvalidArgument:
+      reason = metrics::FrameFailure::kInvalidArgument;
+      break;
+    case StatusCode::kCancelled:
+      reason = metrics::FrameFailure::kCancelled;
+      break;
+    default:
+      reason = gpu_worker_ ? metrics::FrameFailure::kGpuError : metrics::FrameFailure::kInternal;
+  }
+  daemon_->FramesFailed(reason).Inc();
+}
+
+}  // namespace conveyor

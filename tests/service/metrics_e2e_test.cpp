@@ -1,0 +1,151 @@
+// The daemon's metrics and probes as their real consumers see them: a real Prometheus
+// server scrapes a real conveyord on loopback and finds the frames a transcode just
+// moved, the live exposition passes promtool, and /readyz turns 503 while the daemon
+// drains while /healthz stays 200.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include "daemon_process.h"
+#include "prometheus_server.h"
+#include "service_test_util.h"
+#include "synthetic_frame.h"
+#include "transcode_client.h"
+
+namespace conveyor::service_test {
+namespace {
+
+// A loopback TCP port nobody listens on right now.
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+struct Reply {
+  int status = 0;  // 0: no answer
+  std::string body;
+};
+
+Reply Get(int port, const std::string& path) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_connection_timeout(2);
+  client.set_read_timeout(5);
+  auto r = client.Get(path.c_str());
+  if (!r) return {};
+  return {r->status, r->body};
+}
+
+// Runs `frames` raw 64x48 frames through one session; returns the frames that came back.
+size_t Transcode(v1::Transcoder::Stub* stub, int frames) {
+  const testing::SyntheticFrame frame = testing::MakeSyntheticFrame(64, 48, PixelFormat::kRgb24, 5);
+  e2e::TranscodeCall call;
+  call.spec = RawJob(64, 48);
+  call.send_input = [&](e2e::TranscodeStream* s) {
+    for (int i = 0; i < frames; ++i) {
+      if (!SendRawFrame(s, frame.bytes, i)) return false;
+    }
+    return true;
+  };
+  const e2e::TranscodeOutcome out = e2e::RunTranscode(stub, call);
+  EXPECT_TRUE(out.status.ok()) << out.status.error_message();
+  return FrameCount(out);
+}
+
+TEST(DaemonMetrics, PrometheusScrapesTheFramesATranscodeMoved) {
+  const int port = FreePort();
+  ASSERT_GT(port, 0);
+  e2e::DaemonProcess daemon({"--metrics-listen", "127.0.0.1:" + std::to_string(port)});
+  ASSERT_TRUE(daemon.ready()) << "conveyord did not start";
+  testing::PrometheusServer::Options po;
+  po.targets = {"127.0.0.1:" + std::to_string(port)};
+  auto prometheus = testing::PrometheusServer::Start(po);
+  ASSERT_TRUE(prometheus.ok()) << prometheus.status().ToString();
+  // Scraped before any frame: the series exist at zero.
+  EXPECT_TRUE((*prometheus)->WaitForValue("sum(conveyor_frames_in_total)", 0, std::chrono::seconds(30)).ok());
+
+  auto stub = v1::Transcoder::NewStub(daemon.Channel());
+  ASSERT_EQ(Transcode(stub.get(), 7), 7u);
+  const Status seen =
+      (*prometheus)->WaitForValue("sum(conveyor_frames_out_total{rendition=\"64x48\"})", 7, std::chrono::seconds(30));
+  EXPECT_TRUE(seen.ok()) << seen.ToString();
+  EXPECT_TRUE((*prometheus)->WaitForValue("conveyor_frames_in_total{device=\"cpu\"}", 7, std::chrono::seconds(10)).ok());
+  EXPECT_TRUE((*prometheus)->WaitForValue("conveyor_sessions_started_total", 1, std::chrono::seconds(10)).ok());
+  EXPECT_TRUE((*prometheus)
+                  ->WaitForValue("conveyor_frame_latency_seconds_count{device=\"cpu\"}", 7, std::chrono::seconds(10))
+                  .ok());
+  EXPECT_TRUE((*prometheus)
+                  ->WaitForValue("conveyor_stage_duration_seconds_count{device=\"cpu\",stage=\"encode\"}", 7,
+                                 std::chrono::seconds(10))
+                  .ok());
+  EXPECT_EQ(daemon.Stop(), 0);
+}
+
+TEST(DaemonMetrics, LiveExpositionPassesPromtoolAndCountsRejections) {
+  const int port = FreePort();
+  e2e::DaemonProcess daemon({"--metrics-listen", "127.0.0.1:" + std::to_string(port), "--max-sessions", "1"});
+  ASSERT_TRUE(daemon.ready()) << "conveyord did not start";
+  auto stub = v1::Transcoder::NewStub(daemon.Channel());
+  ASSERT_EQ(Transcode(stub.get(), 3), 3u);
+  {
+    HeldSession held(stub.get(), 64, 48);  // takes the only session
+    ASSERT_TRUE(WaitForActiveSessions(stub.get(), 1, 10));
+    EXPECT_EQ(TryOneMoreSession(stub.get()), grpc::StatusCode::RESOURCE_EXHAUSTED);
+    const Reply busy = Get(port, "/readyz");
+    EXPECT_EQ(busy.status, 503) << "at the session cap: " << busy.body;
+    EXPECT_NE(busy.body.find("session cap"), std::string::npos) << busy.body;
+    EXPECT_EQ(held.Join().status.error_code(), grpc::StatusCode::OK);
+  }
+  const Reply metrics = Get(port, "/metrics");
+  ASSERT_EQ(metrics.status, 200);
+  EXPECT_NE(metrics.body.find("conveyor_sessions_rejected_total{reason=\"session_cap\"} 1"), std::string::npos)
+      << metrics.body;
+  EXPECT_NE(metrics.body.find("conveyor_frames_out_total{device=\"cpu\",rendition=\"64x48\"} 5"), std::string::npos);
+  const std::string file = daemon.dir() + "/metrics.txt";
+  FILE* f = std::fopen(file.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fwrite(metrics.body.data(), 1, metrics.body.size(), f);
+  std::fclose(f);
+  EXPECT_EQ(e2e::Shell("promtool check metrics < " + file), 0) << "promtool found problems in " << file;
+  EXPECT_EQ(daemon.Stop(), 0);
+}
+
+TEST(DaemonMetrics, ReadyzIs503WhileDrainingAndHealthzStays200) {
+  const int port = FreePort();
+  e2e::DaemonProcess daemon(
+      {"--metrics-listen", "127.0.0.1:" + std::to_string(port), "--drain-timeout", "20"});
+  ASSERT_TRUE(daemon.ready()) << "conveyord did not start";
+  EXPECT_EQ(Get(port, "/readyz").status, 200);
+  EXPECT_EQ(Get(port, "/healthz").status, 200);
+  auto stub = v1::Transcoder::NewStub(daemon.Channel());
+  HeldSession held(stub.get(), 64, 48);  // keeps the drain going until released
+  ASSERT_TRUE(WaitForActiveSessions(stub.get(), 1, 10));
+  ASSERT_EQ(kill(daemon.pid(), SIGTERM), 0);
+  Reply ready;
+  EXPECT_TRUE(WaitUntil([&] { return (ready = Get(port, "/readyz")).status == 503; }, 10))
+      << "readyz answered " << ready.status << ": " << ready.body;
+  EXPECT_NE(ready.body.find("draining"), std::string::npos) << ready.body;
+  EXPECT_EQ(Get(port, "/healthz").status, 200);
+  EXPECT_EQ(held.Join().status.error_code(), grpc::StatusCode::OK);  // the held session finishes
+  EXPECT_EQ(daemon.Stop(), 0);
+}
+
+}  // namespace
+}  // namespace conveyor::service_test

@@ -1,0 +1,217 @@
+// Test helpers for the systemd and signal tests (see service_test_util.h).
+#include "service_test_util.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "synthetic_frame.h"
+
+namespace conveyor::service_test {
+namespace {
+
+bool FillAddress(const std::string& path, sockaddr_un* addr) {
+  std::memset(addr, 0, sizeof(*addr));
+  addr->sun_family = AF_UNIX;
+  if (path.size() >= sizeof(addr->sun_path)) return false;
+  std::memcpy(addr->sun_path, path.c_str(), path.size() + 1);
+  return true;
+}
+
+}  // namespace
+
+NotifySocket::NotifySocket(const std::string& path, std::function<void(const std::string&)> on_message)
+    : on_message_(std::move(on_message)) {
+  sockaddr_un addr;
+  if (!FillAddress(path, &addr)) return;
+  fd_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) return;
+  if (bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd_);
+    fd_ = -1;
+    return;
+  }
+  thread_ = std::thread([this] { Receive(); });
+}
+
+NotifySocket::~NotifySocket() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+  if (fd_ >= 0) close(fd_);
+}
+
+void NotifySocket::Receive() {
+  char buf[4096];
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) return;
+    }
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, 50) <= 0) continue;
+    const ssize_t n = recv(fd_, buf, sizeof(buf), 0);
+    if (n <= 0) continue;
+    const auto at = std::chrono::steady_clock::now();
+    const std::string text(buf, static_cast<size_t>(n));
+    if (on_message_) on_message_(text);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      messages_.push_back({at, text});
+    }
+    arrived_.notify_all();
+  }
+}
+
+std::vector<NotifySocket::Message> NotifySocket::messages() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return messages_;
+}
+
+bool NotifySocket::WaitFor(const std::string& text, double timeout_s) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  return arrived_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
+    for (const Message& m : messages_) {
+      if (m.text.find(text) != std::string::npos) return true;
+    }
+    return false;
+  });
+}
+
+StderrToFile::StderrToFile(const std::string& path) {
+  std::fflush(stderr);
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  saved_ = dup(STDERR_FILENO);
+  dup2(fd, STDERR_FILENO);
+  close(fd);
+}
+
+StderrToFile::~StderrToFile() {
+  if (saved_ < 0) return;
+  std::fflush(stderr);
+  dup2(saved_, STDERR_FILENO);
+  close(saved_);
+}
+
+void WriteText(const std::string& path, const std::string& text) {
+  // Write a new file and rename it over the old one, as an editor or a config tool would:
+  // the daemon never reads half a file.
+  const std::string tmp = path + ".new";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+  }
+  std::rename(tmp.c_str(), path.c_str());
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool WaitUntil(const std::function<bool()>& done, double timeout_s) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > give_up) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+bool CanConnectUnix(const std::string& path) {
+  sockaddr_un addr;
+  if (!FillAddress(path, &addr)) return false;
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  close(fd);
+  return ok;
+}
+
+v1::JobSpec RawJob(int width, int height) {
+  v1::JobSpec spec;
+  v1::RawInput* raw = spec.mutable_raw();
+  raw->set_pixel_format(v1::PIXEL_FORMAT_RGB24);
+  raw->set_width(width);
+  raw->set_height(height);
+  raw->mutable_frame_rate()->set_num(25);
+  raw->mutable_frame_rate()->set_den(1);
+  v1::RenditionSpec* r = spec.add_renditions();
+  r->set_quality(80);
+  return spec;
+}
+
+size_t FrameCount(const e2e::TranscodeOutcome& out) {
+  auto it = out.frames.find(0);
+  return it == out.frames.end() ? 0 : it->second.size();
+}
+
+bool GetStatus(v1::Transcoder::Stub* stub, v1::ServerStatus* status) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  return stub->GetServerStatus(&ctx, v1::GetServerStatusRequest(), status).ok();
+}
+
+bool WaitForActiveSessions(v1::Transcoder::Stub* stub, int n, double timeout_s) {
+  return WaitUntil(
+      [&] {
+        v1::ServerStatus st;
+        return GetStatus(stub, &st) && static_cast<int>(st.sessions_active()) == n;
+      },
+      timeout_s);
+}
+
+grpc::StatusCode TryOneMoreSession(v1::Transcoder::Stub* stub, double deadline_s) {
+  e2e::TranscodeCall call;
+  call.spec = RawJob(64, 48);
+  call.half_close = false;
+  call.deadline_s = deadline_s;
+  return e2e::RunTranscode(stub, call).status.error_code();
+}
+
+HeldSession::HeldSession(v1::Transcoder::Stub* stub, int width, int height)
+    : frame_(testing::MakeSyntheticFrame(width, height, PixelFormat::kRgb24, 11).bytes) {
+  e2e::TranscodeCall call;
+  call.spec = RawJob(width, height);
+  call.deadline_s = 60;
+  call.send_input = [this](e2e::TranscodeStream* s) {
+    if (!SendRawFrame(s, frame_, 0)) return false;
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return released_; });
+    return SendRawFrame(s, frame_, 1);
+  };
+  thread_ = std::thread([this, stub, call] { outcome_ = e2e::RunTranscode(stub, call); });
+}
+
+HeldSession::~HeldSession() {
+  Release();
+  if (thread_.joinable()) thread_.join();
+}
+
+void HeldSession::Release() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+  }
+  cv_.notify_all();
+}
+
+const e2e::TranscodeOutcome& HeldSession::Join() {
+  Release();
+  if (thread_.joinable()) thread_.join();
+  return outcome_;
+}
+
+}  // namespace conveyor::service_test

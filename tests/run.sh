@@ -9,6 +9,8 @@
 #                           no NVIDIA GPU
 #   asan                    CPU build with AddressSanitizer + UBSan; the full suite
 #   tsan                    CPU build with ThreadSanitizer; the engine and thread-pool tests
+#   package                 from the cpu build: the .deb (installed, checked and purged;
+#                           needs root) and the portable bundle (tests/package/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -53,6 +55,12 @@ run_tests() {
 echo "=== build: cpu ==="
 build cpu
 run_tests cpu
+
+# The Debian package (installed and purged again: needs root, which CI has) and the
+# portable bundle, both from the cpu build.
+echo "=== package: Debian package and portable bundle (cpu) ==="
+tests/package/deb_test.sh build/cpu
+tests/package/bundle_test.sh build/cpu
 
 echo "=== build: asan (AddressSanitizer + UndefinedBehaviorSanitizer) ==="
 build_sanitized asan "-fsanitize=address,undefined -fno-sanitize-recover=undefined"

@@ -77,7 +77,7 @@ fi
 if build/tsan/tests/unit/unit_tests --gtest_filter='Status*' >/dev/null 2>&1; then
   echo "=== ctest: tsan (engine and thread pool) ==="
   TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build/tsan -j "$jobs" --output-on-failure --timeout 900 \
-    -R 'worker\.|unit\.ThreadPool|unit\.StageColor|unit\.Scheduler'
+    -R 'worker\.|unit\.ThreadPool|unit\.StageColor|unit\.Scheduler|unit\.Heartbeat|unit\.StreamOverlap'
 else
   echo "=== tsan: SKIPPED, its runtime cannot start on this kernel ($(uname -r), vm.mmap_rnd_bits=$(cat /proc/sys/vm/mmap_rnd_bits)) ==="
 fi

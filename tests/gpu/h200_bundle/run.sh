@@ -1,0 +1,14 @@
+# The real conveyord (portable bundle, nvidia flavour) end to end on the GPU host.
+set -u
+cd "${BUNDLE_DIR:-.h200}"
+B=$(basename "$(tar tJf bundle.tar.xz | head -1)")
+tar xJf bundle.tar.xz
+export LD_LIBRARY_PATH=$PWD/$B/lib
+./$B/conveyord --version
+./$B/conveyord doctor | tail -4
+PY=/opt/torch/.venv/bin/python
+$PY frames.py n1080.mp4 /tmp/n1080.yuv 120 2>&1 | tail -4
+D="--conveyord $PWD/$B/bin/conveyord --daemon-arg=--metrics-listen --daemon-arg=127.0.0.1:0"
+for s in 1 4 8; do echo "== container, $s sessions"; ./conveyor-bench-daemon $D --input n1080.mp4 --sessions $s 2>&1 | grep -vE "^\{"; done
+for s in 1 4; do echo "== raw, $s sessions"; ./conveyor-bench-daemon $D --input n1080.mp4 --raw 1920x1080 --raw-file /tmp/n1080.yuv --sessions $s 2>&1 | grep -vE "^\{"; done
+echo "== raw lockstep"; ./conveyor-bench-daemon $D --input n1080.mp4 --raw 1920x1080 --raw-file /tmp/n1080.yuv --sessions 1 --lockstep 2>&1 | grep -vE "^\{"

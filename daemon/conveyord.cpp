@@ -163,10 +163,17 @@ int Run(int argc, char** argv) {
   LogIfError(notifier.Ready(monitor.SampleStatus()));
   monitor.Start();
 
+  // grpc.health.v1 follows readiness (as /readyz does), checked on every tick; Watch
+  // streams each change.
+  bool serving = true;
+  auto follow_readiness = [&] {
+    const bool ready = sessions.Ready().ok();  // takes the session manager's lock: it is not stuck
+    if (ready != serving) (*server)->SetServing(serving = ready);
+  };
   SignalWaiter::Received received{};
   for (;;) {
     received = signals.Wait(kMainLoopTickS, [&] {
-      (void)sessions.active();  // takes the session manager's lock: it is not stuck
+      follow_readiness();
       main_loop.Beat();
     });
     if (received.action == SignalWaiter::Action::kStop) break;

@@ -34,7 +34,9 @@ ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=${size}:rate=30,noise=alls=
   -c:a aac -movflags +faststart "$clip"
 
 socket=unix:$out/conveyord.sock
-"$bin/conveyord" --config "" --listen "$socket" --log-level info 2>"$out/conveyord.log" &
+# Metrics on a free loopback port (an installed conveyord service may hold the default).
+"$bin/conveyord" --config "" --listen "$socket" --metrics-listen 127.0.0.1:0 --log-level info \
+  2>"$out/conveyord.log" &
 daemon=$!
 trap 'kill -TERM $daemon 2>/dev/null; wait $daemon 2>/dev/null || true' EXIT
 for _ in $(seq 100); do [[ -S $out/conveyord.sock ]] && break; sleep 0.1; done
@@ -48,6 +50,9 @@ echo "quickstart: $(ls "$out/jpeg" | wc -l) JPEG frames in $out/jpeg"
 for f in "$out/clip.mkv" "$out/clip.1.mkv"; do
   echo "quickstart: $f: $(ffprobe -v error -show_entries stream=codec_name,width,height -of csv=p=0 "$f" | paste -sd' ')"
 done
+metrics=$(grep -o 'http://[0-9.:]*' "$out/conveyord.log" | head -1)
+echo "quickstart: $metrics/metrics says:"
+curl -s "$metrics/metrics" | grep -E '^conveyor_(frames_out_total|sessions_started_total)' || true
 kill -TERM $daemon
 wait $daemon
 trap - EXIT

@@ -45,13 +45,7 @@ Status Observability::Serve(const std::string& listen, SessionManager* sessions,
   metrics::HttpEndpoint::Hooks hooks;
   hooks.registry = &registry_;
   hooks.alive = std::move(alive);
-  hooks.ready = [sessions] {
-    if (sessions->draining()) return Unavailable("draining");
-    if (sessions->active() >= sessions->max_sessions()) {
-      return Unavailable("at the session cap (" + std::to_string(sessions->max_sessions()) + ")");
-    }
-    return OkStatus();
-  };
+  hooks.ready = [sessions] { return sessions->Ready(); };
   ASSIGN_OR_RETURN(endpoint_, metrics::HttpEndpoint::Start(listen, std::move(hooks)));
   return OkStatus();
 }

@@ -168,4 +168,13 @@ void SessionManager::SetMetrics(const SessionMetricsContext* metrics) {
   metrics_ = metrics;
 }
 
+Status SessionManager::Ready() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (draining_) return Unavailable("draining");
+  if (static_cast<int>(sessions_.size()) >= limits_.max_sessions) {
+    return Unavailable("at the session cap (" + std::to_string(limits_.max_sessions) + ")");
+  }
+  return OkStatus();
+}
+
 }  // namespace conveyor

@@ -36,6 +36,9 @@ class SessionManager {
 
   void StartDrain();
   bool draining() const;
+  // Readiness for /readyz and grpc.health.v1: OK while new sessions are taken (not
+  // draining, under the session cap), else UNAVAILABLE saying why.
+  Status Ready() const;
   int active() const;
   int max_sessions() const;
   // Reload: the cap applies to the next Create, the idle timeout to every session at the

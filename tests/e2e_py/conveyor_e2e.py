@@ -29,6 +29,7 @@ import conveyor_harness as h  # noqa: E402
 from conveyor_harness import MiB, check, log  # noqa: E402
 
 CASES = {}
+CASE_FLAGS = {}  # extra conveyord flags of a case
 
 
 def case(fn):
@@ -639,6 +640,62 @@ def bad_frame_status_repeated(ctx):
     check(not failures, "\n  ".join(["status lost:"] + failures))
 
 
+@case
+def health_watch_follows_readiness(ctx):
+    """grpc.health.v1 reports readiness as /readyz does: with max_sessions 1, Watch streams
+    SERVING, NOT_SERVING while the one session is held open, and SERVING again once it
+    ends; Check agrees for both service names."""
+    s, pb = ctx.stubs, ctx.pb
+    health = s.health_grpc.HealthStub(ctx.daemon.channel())
+    H = s.health.HealthCheckResponse
+    seen = []
+    cv = threading.Condition()
+    watch = health.Watch(s.health.HealthCheckRequest(service="conveyor.v1.Transcoder"))
+
+    def read_watch():
+        try:
+            for r in watch:
+                with cv:
+                    seen.append(r.status)
+                    cv.notify_all()
+        except ctx.grpc.RpcError:
+            pass  # cancelled at the end
+
+    def wait_for(status, timeout_s=10):
+        with cv:
+            return cv.wait_for(lambda: seen and seen[-1] == status, timeout=timeout_s)
+
+    def both_names():
+        return [health.Check(s.health.HealthCheckRequest(service=n), timeout=5).status
+                for n in ("", "conveyor.v1.Transcoder")]
+
+    threading.Thread(target=read_watch, daemon=True).start()
+    check(wait_for(H.SERVING), "Watch never said SERVING (saw %s)" % seen)
+
+    release = threading.Event()
+    frame = bytes(range(256)) * 18  # one 64x48 yuv420p frame
+
+    def held_input():
+        yield from h.raw_frame_requests(pb, [(0, frame)])
+        release.wait(30)
+
+    spec = raw_spec(pb, pb.PIXEL_FORMAT_YUV420P, 64, 48, renditions=[pb.RenditionSpec()], label="held")
+    threads = h.Threads()
+    threads.start("held", h.transcode, ctx.stub, pb, spec, held_input(), 60)
+    check(wait_for(H.NOT_SERVING), "Watch did not turn NOT_SERVING at the session cap (saw %s)" % seen)
+    check(both_names() == [H.NOT_SERVING] * 2, "Check at the cap: %s, want NOT_SERVING twice" % both_names())
+    release.set()
+    out = threads.join(60)["held"]
+    h.expect_ok(out, "the held session")
+    check(wait_for(H.SERVING), "Watch did not return to SERVING after the session ended (saw %s)" % seen)
+    check(both_names() == [H.SERVING] * 2, "Check after: %s, want SERVING twice" % both_names())
+    watch.cancel()
+    log("Watch saw %s" % [H.ServingStatus.Name(x) for x in seen])
+
+
+CASE_FLAGS["health_watch_follows_readiness"] = ["--max-sessions", "1"]
+
+
 # ================================================================ 7
 
 
@@ -760,7 +817,7 @@ def run_case(name, args):
     try:
         h.require_tools()
         stubs = h.Stubs(args.proto_dir, work)
-        daemon = h.Daemon(args.conveyord, work, stubs)
+        daemon = h.Daemon(args.conveyord, work, stubs, CASE_FLAGS.get(name, ()))
         CASES[name](Ctx(work, stubs, daemon))
         rc = daemon.stop()
         daemon = None

@@ -121,8 +121,9 @@ class Daemon:
         self.target = "unix:" + self.socket_path
         self.log_path = os.path.join(work_dir, "conveyord.log")
         level = os.environ.get("CONVEYOR_E2E_LOG_LEVEL", "warn")
+        # No metrics endpoint: daemons of parallel cases must not race for its port.
         argv = [binary, "--config", "", "--listen", self.target, "--workers", "cpu", "--cpu-threads", "2",
-                "--log-level", level] + list(extra_flags)
+                "--log-level", level, "--metrics-listen", ""] + list(extra_flags)
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT)
         self.channels = []

@@ -13,7 +13,7 @@ packages=(
   hipcc libamdhip64-dev rocm-device-libs
 )
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(libgtest-dev libgmock-dev prometheus dpkg-dev fakeroot)
+  packages+=(libgtest-dev libgmock-dev prometheus dpkg-dev fakeroot openssl)
 fi
 
 missing=()

@@ -141,7 +141,7 @@ int Run(int argc, char** argv) {
   SessionManager sessions(&scheduler, SessionOptionsFromConfig(c), SessionLimitsFromConfig(c));
   sessions.SetMetrics((*observability)->session_metrics());
 
-  StatusOr<std::unique_ptr<RpcServer>> server = RpcServer::Start(c.EffectiveListen(), &sessions,
+  StatusOr<std::unique_ptr<RpcServer>> server = RpcServer::Start(c, &sessions,
                                                                  config::ConveyorVersion());
   if (!server.ok()) {
     spdlog::error("{}", server.status().ToString());

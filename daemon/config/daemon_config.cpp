@@ -59,8 +59,22 @@ const Field kFields[] = {
      "Empty: the unix socket /run/conveyor/conveyord.sock when /run/conveyor is writable,\n"
      "else $XDG_RUNTIME_DIR/conveyor/conveyord.sock, else /tmp/conveyor-UID/conveyord.sock."},
     {"server", "allow_insecure_tcp", &DaemonConfig::allow_insecure_tcp, "--allow-insecure-tcp",
-     "Allow TCP listen addresses other than loopback. The API has no TLS yet: anyone who\n"
-     "can reach such a port can submit work and cancel sessions."},
+     "Allow plaintext TCP listen addresses other than loopback. Without TLS anyone who can\n"
+     "reach such a port can read the media, and without auth_token_file submit work and\n"
+     "cancel sessions."},
+    {"server", "tls_cert_file", &DaemonConfig::tls_cert_file, "--tls-cert-file",
+     "PEM certificate (chain) of the server. With tls_key_file, TCP listeners serve TLS;\n"
+     "unix sockets stay plaintext (their file permissions guard them). \"\": no TLS."},
+    {"server", "tls_key_file", &DaemonConfig::tls_key_file, "--tls-key-file",
+     "PEM private key of tls_cert_file. Both are set, or neither."},
+    {"server", "tls_client_ca_file", &DaemonConfig::tls_client_ca_file, "--tls-client-ca-file",
+     "PEM CA certificates for mutual TLS. When set, TCP clients must present a certificate\n"
+     "signed by one of them. Needs tls_cert_file."},
+    {"server", "auth_token_file", &DaemonConfig::auth_token_file, "--auth-token-file",
+     "File of bearer tokens, one per line: TOKEN, or TOKEN admin. When set, every\n"
+     "conveyor.v1.Transcoder call needs the metadata \"authorization: Bearer TOKEN\"; a caller\n"
+     "sees and cancels only its own sessions unless its token is admin. Health checks and\n"
+     "reflection stay open. \"\": no token auth."},
     {"server", "metrics_listen", &DaemonConfig::metrics_listen, "--metrics-listen",
      "HOST:PORT of the HTTP endpoint for Prometheus /metrics and health probes; \"\" turns it "
      "off."},
@@ -400,6 +414,7 @@ const char* TypeNameForFlag(const Field& f) {
   if (key == "metrics_listen") return "ADDR";
   if (key == "log_level") return "LEVEL";
   if (key == "workers") return "auto|gpu|cpu";
+  if (key.size() > 5 && key.compare(key.size() - 5, 5, "_file") == 0) return "PATH";
   return std::visit(Overloaded{
                         [](int DaemonConfig::*) { return "N"; },
                         [](uint64_t DaemonConfig::*) { return "BYTES"; },
@@ -454,9 +469,10 @@ Status DaemonConfig::Validate() const {
   }
   for (size_t i = 0; i < listen.size(); ++i) {
     const ListenAddress& a = listen[i];
-    if (a.kind == ListenAddress::Kind::kTcp && !a.IsLoopback() && !allow_insecure_tcp) {
+    if (a.kind == ListenAddress::Kind::kTcp && !a.IsLoopback() && !allow_insecure_tcp && !tls_enabled()) {
       return InvalidArgument("server.listen: " + a.ToString() +
-                             " is reachable from other hosts and the API has no TLS yet; set "
+                             " is reachable from other hosts without TLS; set "
+                             "server.tls_cert_file and server.tls_key_file for TLS, or "
                              "server.allow_insecure_tcp = true (--allow-insecure-tcp) to "
                              "serve it anyway");
     }
@@ -464,6 +480,15 @@ Status DaemonConfig::Validate() const {
       if (listen[j] == a)
         return InvalidArgument("server.listen: " + a.ToString() + " is listed twice");
     }
+  }
+  if (tls_cert_file.empty() != tls_key_file.empty()) {
+    return InvalidArgument(tls_cert_file.empty()
+                               ? "server.tls_key_file: set without server.tls_cert_file (both or neither)"
+                               : "server.tls_cert_file: set without server.tls_key_file (both or neither)");
+  }
+  if (!tls_client_ca_file.empty() && !tls_enabled()) {
+    return InvalidArgument(
+        "server.tls_client_ca_file: mutual TLS needs server.tls_cert_file and server.tls_key_file");
   }
   if (!metrics_listen.empty()) {
     auto a = ParseListenAddress(metrics_listen);

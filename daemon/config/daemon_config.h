@@ -19,7 +19,11 @@ const char* ConveyorVersion();
 struct DaemonConfig {
   // [server]
   std::vector<ListenAddress> listen;      // empty → DefaultSocketPath() unix socket
-  bool allow_insecure_tcp = false;        // (issue 6) permit non-loopback TCP without TLS
+  bool allow_insecure_tcp = false;        // permit non-loopback TCP without TLS
+  std::string tls_cert_file;              // PEM certificate chain: TLS on TCP listeners ("" = plaintext)
+  std::string tls_key_file;               // PEM private key of tls_cert_file
+  std::string tls_client_ca_file;         // PEM CA bundle: mTLS, client certificates required
+  std::string auth_token_file;            // "TOKEN [admin]" per line; "" = no token auth
   std::string metrics_listen = "127.0.0.1:9464";  // HTTP /metrics and health; "" turns it off
   std::string log_level = "info";         // trace, debug, info, warn, error, off
   // [limits]
@@ -43,7 +47,10 @@ struct DaemonConfig {
   int decode_threads = 0;                 // FFmpeg frame threads per session; 0: FFmpeg's choice
   double drain_timeout_s = 30;            // on SIGTERM, seconds sessions get before cancellation
 
-  // Ranges and cross-field rules (non-loopback TCP needs allow_insecure_tcp). The
+  // TLS is configured (certificate and key): TCP listeners serve TLS.
+  bool tls_enabled() const { return !tls_cert_file.empty(); }
+
+  // Ranges and cross-field rules (non-loopback TCP needs TLS or allow_insecure_tcp). The
   // message names the field as the config file spells it ("limits.max_sessions").
   Status Validate() const;
 
@@ -85,7 +92,8 @@ struct CommandLine {
 
 // Flags: --config PATH (default: `default_config_path` when that file exists, else none;
 // --config "" reads none), --listen ADDR (repeatable; replaces the file's list),
-// --allow-insecure-tcp, --metrics-listen, --log-level, --max-sessions, --workers,
+// --allow-insecure-tcp, --tls-cert-file, --tls-key-file, --tls-client-ca-file,
+// --auth-token-file, --metrics-listen, --log-level, --max-sessions, --workers,
 // --gpu-slots, --cpu-threads, --idle-timeout SECONDS, --drain-timeout SECONDS,
 // --print-config, --version, --help. Usage errors and bad values are INVALID_ARGUMENT;
 // a file that cannot be read or parsed gives that error.

@@ -24,7 +24,7 @@ struct ListenAddress {
   // The same text as GrpcTarget() today; this one is for logs and the config file.
   std::string ToString() const;
   // True when only this machine can reach the address: a unix socket, or TCP on
-  // localhost, 127.0.0.0/8 or ::1. Non-loopback TCP needs allow_insecure_tcp.
+  // localhost, 127.0.0.0/8 or ::1. Non-loopback TCP needs TLS (server.tls_*) or allow_insecure_tcp.
   bool IsLoopback() const;
 
   bool operator==(const ListenAddress& o) const {

@@ -5,11 +5,65 @@
 #include <grpcpp/security/credentials.h>
 
 #include <chrono>
+#include <fstream>
+#include <sstream>
 
 namespace conveyor::ctl {
 
-std::shared_ptr<grpc::Channel> MakeChannel(const config::ListenAddress& target) {
-  return grpc::CreateChannel(target.GrpcTarget(), grpc::InsecureChannelCredentials());
+namespace {
+
+Status ReadWhole(const std::string& flag, const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return InvalidArgument(flag + ": cannot read " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  *out = text.str();
+  return OkStatus();
+}
+
+}  // namespace
+
+Status LoadClientSecurity(const std::string& ca_file, const std::string& cert_file, const std::string& key_file,
+                          const std::string& token_file, ClientOptions* client) {
+  if (cert_file.empty() != key_file.empty()) return InvalidArgument("--tls-cert and --tls-key go together");
+  if (!cert_file.empty() && ca_file.empty()) return InvalidArgument("--tls-cert needs --tls-ca (TLS)");
+  if (!ca_file.empty()) {
+    client->tls = true;
+    RETURN_IF_ERROR(ReadWhole("--tls-ca", ca_file, &client->tls_root_pem));
+  }
+  if (!cert_file.empty()) {
+    RETURN_IF_ERROR(ReadWhole("--tls-cert", cert_file, &client->tls_cert_pem));
+    RETURN_IF_ERROR(ReadWhole("--tls-key", key_file, &client->tls_key_pem));
+  }
+  if (!token_file.empty()) {
+    std::string text;
+    RETURN_IF_ERROR(ReadWhole("--token-file", token_file, &text));
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+      std::istringstream words(line);
+      if (words >> client->token) break;
+    }
+    if (client->token.empty()) return InvalidArgument("--token-file: " + token_file + " holds no token");
+  }
+  return OkStatus();
+}
+
+std::shared_ptr<grpc::Channel> MakeChannel(const ClientOptions& client) {
+  if (!client.tls || client.target.kind != config::ListenAddress::Kind::kTcp) {
+    return grpc::CreateChannel(client.target.GrpcTarget(), grpc::InsecureChannelCredentials());
+  }
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = client.tls_root_pem;
+  ssl.pem_cert_chain = client.tls_cert_pem;
+  ssl.pem_private_key = client.tls_key_pem;
+  grpc::ChannelArguments args;
+  if (!client.tls_server_name.empty()) args.SetSslTargetNameOverride(client.tls_server_name);
+  return grpc::CreateCustomChannel(client.target.GrpcTarget(), grpc::SslCredentials(ssl), args);
+}
+
+void PrepareCall(grpc::ClientContext* context, const ClientOptions& client) {
+  SetDeadline(context, client.timeout_s);
+  if (!client.token.empty()) context->AddMetadata("authorization", "Bearer " + client.token);
 }
 
 void SetDeadline(grpc::ClientContext* context, double timeout_s) {

@@ -1,5 +1,6 @@
-// conveyorctl's connection to conveyord: the channel for a listen address, call
-// deadlines, and gRPC statuses carried as conveyor::Status with their code intact.
+// conveyorctl's connection to conveyord: the channel for a listen address (plaintext or
+// TLS, with a client certificate for mTLS), each call's deadline and bearer token, and
+// gRPC statuses carried as conveyor::Status with their code intact.
 #pragma once
 
 #include <grpcpp/channel.h>
@@ -17,13 +18,26 @@ namespace conveyor::ctl {
 struct ClientOptions {
   config::ListenAddress target = config::DefaultListenAddress();  // where conveyord listens
   double timeout_s = 0;  // deadline of each call, in seconds; 0: none
+  bool tls = false;             // TLS to a TCP target (--tls-ca)
+  std::string tls_root_pem;     // CA certificates that verify the server
+  std::string tls_cert_pem;     // client certificate for mTLS ("" = none)
+  std::string tls_key_pem;
+  std::string tls_server_name;  // name checked in the server's certificate ("" = the target's host)
+  std::string token;            // bearer token sent with each call ("" = none)
 };
 
-// An insecure channel (the API has no TLS yet) with gRPC's default message limits.
-std::shared_ptr<grpc::Channel> MakeChannel(const config::ListenAddress& target);
+// Reads --tls-ca, --tls-cert, --tls-key and --token-file into `client` (the token file's
+// first non-blank line). Errors name the flag.
+Status LoadClientSecurity(const std::string& ca_file, const std::string& cert_file, const std::string& key_file,
+                          const std::string& token_file, ClientOptions* client);
+
+// A channel with gRPC's default message limits: TLS when client.tls, else plaintext.
+std::shared_ptr<grpc::Channel> MakeChannel(const ClientOptions& client);
 
 // Sets the deadline now + timeout_s on `context`; does nothing for timeout_s <= 0.
 void SetDeadline(grpc::ClientContext* context, double timeout_s);
+// The deadline and, when there is a token, "authorization: Bearer TOKEN".
+void PrepareCall(grpc::ClientContext* context, const ClientOptions& client);
 
 // The gRPC codes as status.h numbers them; codes StatusCode has no name for (ABORTED,
 // PERMISSION_DENIED, ...) keep their number and are named by GrpcCodeName().

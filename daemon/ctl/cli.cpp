@@ -36,7 +36,7 @@ int RunConveyorctl(int argc, const char* const* argv, std::ostream& out, std::os
                "conveyorctl");
   app.set_version_flag("--version", std::string("conveyorctl ") + config::ConveyorVersion());
   app.require_subcommand(1);
-  app.fallthrough();  // --target and --timeout also after the subcommand
+  app.fallthrough();  // --target, --timeout and the TLS/token flags also after the subcommand
   app.footer(
       "Exit status: 0 success; 1 the call or a local step failed (printed as\n"
       "'conveyorctl: CODE: message'); 2 a bad command line.");
@@ -52,6 +52,20 @@ int RunConveyorctl(int argc, const char* const* argv, std::ostream& out, std::os
                  "and cancel, none for transcode)")
       ->type_name("SECONDS")
       ->check(CLI::NonNegativeNumber);
+
+  std::string tls_ca, tls_cert, tls_key, token_file;
+  ClientOptions client;
+  app.add_option("--tls-ca", tls_ca, "PEM CA certificates that verify conveyord; turns TLS on (TCP targets).")
+      ->type_name("FILE");
+  app.add_option("--tls-cert", tls_cert, "PEM client certificate, for a conveyord that requires one (mTLS).")
+      ->type_name("FILE");
+  app.add_option("--tls-key", tls_key, "PEM private key of --tls-cert.")->type_name("FILE");
+  app.add_option("--tls-server-name", client.tls_server_name,
+                 "Name to check in the server's certificate (default: the target's host).")
+      ->type_name("NAME");
+  app.add_option("--token-file", token_file,
+                 "File whose first non-blank line is the bearer token sent with each call.")
+      ->type_name("FILE");
 
   bool json = false;
   CLI::App* status_cmd = app.add_subcommand("status", "Show the server's workers and load.");
@@ -124,13 +138,15 @@ int RunConveyorctl(int argc, const char* const* argv, std::ostream& out, std::os
     return Usage(err, e.what());
   }
 
-  ClientOptions client;
   if (!target_text.empty()) {
     auto target = config::ParseListenAddress(target_text);
     if (!target.ok()) return Usage(err, "--target: " + target.status().message());
     client.target = *target;
   }
   const bool transcode = transcode_cmd->parsed();
+  if (Status sec = LoadClientSecurity(tls_ca, tls_cert, tls_key, token_file, &client); !sec.ok()) {
+    return Fail(err, sec);
+  }
   client.timeout_s = timeout_s >= 0 ? timeout_s : (transcode ? 0 : kIntrospectTimeoutS);
 
   Status s;

@@ -49,7 +49,7 @@ std::string FormatAge(int64_t seconds) {
 }
 
 std::unique_ptr<v1::Transcoder::Stub> NewStub(const ClientOptions& client) {
-  return v1::Transcoder::NewStub(MakeChannel(client.target));
+  return v1::Transcoder::NewStub(MakeChannel(client));
 }
 
 }  // namespace
@@ -108,7 +108,7 @@ std::string FormatSessions(const v1::ListSessionsResponse& r, int64_t now_unix_s
 
 Status RunStatusCommand(const ClientOptions& client, bool json, std::ostream& out) {
   grpc::ClientContext context;
-  SetDeadline(&context, client.timeout_s);
+  PrepareCall(&context, client);
   v1::ServerStatus reply;
   const grpc::Status s = NewStub(client)->GetServerStatus(&context, {}, &reply);
   if (!s.ok()) return RpcError(s, client);
@@ -123,7 +123,7 @@ Status RunStatusCommand(const ClientOptions& client, bool json, std::ostream& ou
 
 Status RunSessionsCommand(const ClientOptions& client, bool json, std::ostream& out) {
   grpc::ClientContext context;
-  SetDeadline(&context, client.timeout_s);
+  PrepareCall(&context, client);
   v1::ListSessionsResponse reply;
   const grpc::Status s = NewStub(client)->ListSessions(&context, {}, &reply);
   if (!s.ok()) return RpcError(s, client);
@@ -141,7 +141,7 @@ Status RunSessionsCommand(const ClientOptions& client, bool json, std::ostream& 
 Status RunCancelCommand(const ClientOptions& client, const std::string& session_id,
                         std::ostream& out) {
   grpc::ClientContext context;
-  SetDeadline(&context, client.timeout_s);
+  PrepareCall(&context, client);
   v1::CancelSessionRequest request;
   request.set_session_id(session_id);
   v1::CancelSessionResponse reply;

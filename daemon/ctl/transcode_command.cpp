@@ -678,9 +678,9 @@ Status RunTranscode(const ClientOptions& client, const TranscodeOptions& options
     jpeg = std::make_unique<JpegFrameWriter>(options.output, renditions);
   }
 
-  auto stub = v1::Transcoder::NewStub(MakeChannel(client.target));
+  auto stub = v1::Transcoder::NewStub(MakeChannel(client));
   grpc::ClientContext context;
-  SetDeadline(&context, client.timeout_s);
+  PrepareCall(&context, client);
   std::unique_ptr<Stream> stream = stub->Transcode(&context);
 
   std::atomic<uint64_t> sent{0};

@@ -3,10 +3,44 @@
 
 #include <sys/stat.h>
 
+#include <fstream>
+#include <sstream>
+
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 
 namespace conveyor {
+namespace {
+
+// A PEM file's text; `option` names the setting in errors. `marker` must appear in it
+// ("CERTIFICATE", "PRIVATE KEY"), so that a wrong file fails here, clearly, rather
+// than in gRPC's handshake setup.
+StatusOr<std::string> ReadPem(const std::string& option, const std::string& path, const char* marker) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return InvalidArgument(option + ": cannot read " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  const std::string pem = text.str();
+  if (pem.find("-----BEGIN ") == std::string::npos || pem.find(marker) == std::string::npos) {
+    return InvalidArgument(option + ": " + path + " is not a PEM file with a " + marker);
+  }
+  return pem;
+}
+
+StatusOr<std::shared_ptr<grpc::ServerCredentials>> TlsCredentials(const config::DaemonConfig& c) {
+  ASSIGN_OR_RETURN(std::string cert, ReadPem("server.tls_cert_file", c.tls_cert_file, "CERTIFICATE"));
+  ASSIGN_OR_RETURN(std::string key, ReadPem("server.tls_key_file", c.tls_key_file, "PRIVATE KEY"));
+  grpc::SslServerCredentialsOptions options(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  if (!c.tls_client_ca_file.empty()) {
+    ASSIGN_OR_RETURN(options.pem_root_certs,
+                     ReadPem("server.tls_client_ca_file", c.tls_client_ca_file, "CERTIFICATE"));
+    options.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  options.pem_key_cert_pairs.push_back({std::move(key), std::move(cert)});
+  return grpc::SslServerCredentials(options);
+}
+
+}  // namespace
 
 RpcServer::RpcServer(SessionManager* manager, const std::string& version) : service_(manager, version) {}
 
@@ -14,16 +48,36 @@ RpcServer::~RpcServer() { Shutdown(0); }
 
 StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(const std::vector<config::ListenAddress>& listen,
                                                       SessionManager* manager, const std::string& version) {
+  config::DaemonConfig c;
+  c.listen = listen;
   if (listen.empty()) return InvalidArgument("listen: no address to serve on");
+  return Start(c, manager, version);
+}
+
+StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(const config::DaemonConfig& config, SessionManager* manager,
+                                                      const std::string& version) {
+  const std::vector<config::ListenAddress> listen = config.EffectiveListen();
+  if (listen.empty()) return InvalidArgument("listen: no address to serve on");
+  std::shared_ptr<grpc::ServerCredentials> tcp_credentials = grpc::InsecureServerCredentials();
+  if (config.tls_enabled()) {
+    ASSIGN_OR_RETURN(tcp_credentials, TlsCredentials(config));
+  }
+  Authenticator auth;
+  if (!config.auth_token_file.empty()) {
+    ASSIGN_OR_RETURN(auth, Authenticator::LoadFile(config.auth_token_file));
+  }
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   std::unique_ptr<RpcServer> rpc(new RpcServer(manager, version));
+  rpc->service_.set_authenticator(std::move(auth));
   grpc::ServerBuilder builder;
   std::vector<int> ports(listen.size(), 0);
   for (size_t i = 0; i < listen.size(); ++i) {
     RETURN_IF_ERROR(config::PrepareUnixSocket(listen[i]));
-    // TLS arrives with the security work; until then every listener is plaintext.
-    builder.AddListeningPort(listen[i].GrpcTarget(), grpc::InsecureServerCredentials(), &ports[i]);
+    // A unix socket is guarded by its file permissions; TCP gets TLS when configured.
+    const bool tcp = listen[i].kind == config::ListenAddress::Kind::kTcp;
+    builder.AddListeningPort(listen[i].GrpcTarget(), tcp ? tcp_credentials : grpc::InsecureServerCredentials(),
+                             &ports[i]);
   }
   builder.RegisterService(&rpc->service_);
   rpc->server_ = builder.BuildAndStart();

@@ -1,6 +1,8 @@
 // The gRPC server's lifecycle: binds every listen address, serves conveyor.v1.Transcoder,
 // the standard grpc.health.v1.Health (for "" and "conveyor.v1.Transcoder") and server
-// reflection, and shuts down with a deadline.
+// reflection, and shuts down with a deadline. TCP listeners serve TLS (mTLS with a client
+// CA) when the config names a certificate; unix sockets stay plaintext. Token auth
+// guards conveyor.v1.Transcoder only: health and reflection stay open.
 #pragma once
 
 #include <memory>
@@ -9,6 +11,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "daemon_config.h"
 #include "listen_address.h"
 #include "session_manager.h"
 #include "transcoder_service.h"
@@ -17,6 +20,11 @@ namespace conveyor {
 
 class RpcServer {
  public:
+  // Serves config.EffectiveListen() with config's TLS and token settings. Files that
+  // cannot be read or are not PEM give INVALID_ARGUMENT naming the option.
+  static StatusOr<std::unique_ptr<RpcServer>> Start(const config::DaemonConfig& config, SessionManager* manager,
+                                                    const std::string& version);
+  // Plaintext, no auth.
   static StatusOr<std::unique_ptr<RpcServer>> Start(const std::vector<config::ListenAddress>& listen,
                                                     SessionManager* manager, const std::string& version);
   ~RpcServer();

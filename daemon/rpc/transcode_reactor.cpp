@@ -5,9 +5,17 @@
 
 namespace conveyor {
 
-TranscodeReactor::TranscodeReactor(grpc::CallbackServerContext* context, SessionManager* manager)
-    : context_(context), manager_(manager) {
+TranscodeReactor::TranscodeReactor(grpc::CallbackServerContext* context, SessionManager* manager, Caller caller)
+    : context_(context), manager_(manager), caller_(std::move(caller)) {
   StartRead(&request_);
+}
+
+TranscodeReactor::TranscodeReactor(grpc::CallbackServerContext* context, SessionManager* manager,
+                                   const Status& refusal)
+    : context_(context), manager_(manager) {
+  std::lock_guard<std::mutex> lock(mu_);
+  finished_ = true;
+  Finish(ToGrpcStatus(refusal));
 }
 
 void TranscodeReactor::OnReadDone(bool ok) {
@@ -37,6 +45,7 @@ void TranscodeReactor::OnReadDone(bool ok) {
       return;
     }
     session_ = std::move(created).value();
+    session_->set_owner(caller_.owner);
     session_->Start(this);
     ReadNext();
     return;

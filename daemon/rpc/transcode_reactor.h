@@ -12,6 +12,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "auth.h"
 #include "conveyor/v1/transcoder.grpc.pb.h"
 #include "session_manager.h"
 
@@ -20,7 +21,10 @@ namespace conveyor {
 class TranscodeReactor final : public grpc::ServerBidiReactor<v1::TranscodeRequest, v1::TranscodeResponse>,
                                public SessionSink {
  public:
-  TranscodeReactor(grpc::CallbackServerContext* context, SessionManager* manager);
+  // An authenticated call: its sessions are owned by `caller`.
+  TranscodeReactor(grpc::CallbackServerContext* context, SessionManager* manager, Caller caller);
+  // A refused call: finishes with `refusal` before reading anything.
+  TranscodeReactor(grpc::CallbackServerContext* context, SessionManager* manager, const Status& refusal);
 
   // grpc::ServerBidiReactor
   void OnReadDone(bool ok) override;
@@ -43,6 +47,7 @@ class TranscodeReactor final : public grpc::ServerBidiReactor<v1::TranscodeReque
 
   grpc::CallbackServerContext* const context_;
   SessionManager* const manager_;
+  const Caller caller_;
   std::shared_ptr<Session> session_;
 
   v1::TranscodeRequest request_;         // the read buffer

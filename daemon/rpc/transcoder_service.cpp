@@ -8,12 +8,19 @@ namespace conveyor {
 
 grpc::ServerBidiReactor<v1::TranscodeRequest, v1::TranscodeResponse>* TranscoderService::Transcode(
     grpc::CallbackServerContext* context) {
-  return new TranscodeReactor(context, manager_);
+  StatusOr<Caller> caller = auth_.Check(*context);
+  if (!caller.ok()) return new TranscodeReactor(context, manager_, caller.status());
+  return new TranscodeReactor(context, manager_, std::move(caller).value());
 }
 
 grpc::ServerUnaryReactor* TranscoderService::GetServerStatus(grpc::CallbackServerContext* context,
                                                              const v1::GetServerStatusRequest*,
                                                              v1::ServerStatus* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (StatusOr<Caller> caller = auth_.Check(*context); !caller.ok()) {
+    reactor->Finish(ToGrpcStatus(caller.status()));
+    return reactor;
+  }
   response->set_version(version_);
   Scheduler& scheduler = manager_->scheduler();
   for (int i = 0; i < scheduler.num_workers(); ++i) {
@@ -36,7 +43,6 @@ grpc::ServerUnaryReactor* TranscoderService::GetServerStatus(grpc::CallbackServe
   response->set_sessions_active(manager_->active());
   response->set_max_sessions(manager_->max_sessions());
   response->set_draining(manager_->draining());
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }
@@ -44,7 +50,14 @@ grpc::ServerUnaryReactor* TranscoderService::GetServerStatus(grpc::CallbackServe
 grpc::ServerUnaryReactor* TranscoderService::ListSessions(grpc::CallbackServerContext* context,
                                                           const v1::ListSessionsRequest*,
                                                           v1::ListSessionsResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  StatusOr<Caller> caller = auth_.Check(*context);
+  if (!caller.ok()) {
+    reactor->Finish(ToGrpcStatus(caller.status()));
+    return reactor;
+  }
   for (const auto& s : manager_->List()) {
+    if (!MaySee(*caller, s->owner())) continue;
     v1::SessionInfo* info = response->add_sessions();
     info->set_session_id(s->id());
     info->set_client_label(s->label());
@@ -58,7 +71,6 @@ grpc::ServerUnaryReactor* TranscoderService::ListSessions(grpc::CallbackServerCo
     info->set_frames_out(s->frames_out());
     info->set_queue_depth(s->queue_depth());
   }
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }
@@ -67,11 +79,27 @@ grpc::ServerUnaryReactor* TranscoderService::CancelSession(grpc::CallbackServerC
                                                            const v1::CancelSessionRequest* request,
                                                            v1::CancelSessionResponse*) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  StatusOr<Caller> caller = auth_.Check(*context);
+  if (!caller.ok()) {
+    reactor->Finish(ToGrpcStatus(caller.status()));
+    return reactor;
+  }
   if (request->session_id().empty()) {
     reactor->Finish(ToGrpcStatus(InvalidArgument("session_id: required")));
-  } else {
-    reactor->Finish(ToGrpcStatus(manager_->Cancel(request->session_id())));
+    return reactor;
   }
+  if (!caller->admin) {
+    // Another caller's session is answered as if it did not exist.
+    bool mine = false;
+    for (const auto& s : manager_->List()) {
+      if (s->id() == request->session_id() && MaySee(*caller, s->owner())) mine = true;
+    }
+    if (!mine) {
+      reactor->Finish(ToGrpcStatus(NotFound("no session " + request->session_id())));
+      return reactor;
+    }
+  }
+  reactor->Finish(ToGrpcStatus(manager_->Cancel(request->session_id())));
   return reactor;
 }
 

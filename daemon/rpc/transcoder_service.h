@@ -1,10 +1,12 @@
 // conveyor.v1.Transcoder on the gRPC callback API: Transcode streams get a
 // TranscodeReactor each; the introspection calls answer from the session manager and
-// the scheduler's workers.
+// the scheduler's workers. With token auth, each call is checked first, and a caller sees
+// and cancels only the sessions it started (unless its token is admin).
 #pragma once
 
 #include <string>
 
+#include "auth.h"
 #include "conveyor/v1/transcoder.grpc.pb.h"
 #include "session_manager.h"
 
@@ -13,6 +15,9 @@ namespace conveyor {
 class TranscoderService final : public v1::Transcoder::CallbackService {
  public:
   TranscoderService(SessionManager* manager, std::string version) : manager_(manager), version_(std::move(version)) {}
+
+  // Token auth for every call (default: off). Set before the server starts.
+  void set_authenticator(Authenticator auth) { auth_ = std::move(auth); }
 
   grpc::ServerBidiReactor<v1::TranscodeRequest, v1::TranscodeResponse>* Transcode(
       grpc::CallbackServerContext* context) override;
@@ -28,6 +33,7 @@ class TranscoderService final : public v1::Transcoder::CallbackService {
  private:
   SessionManager* const manager_;
   const std::string version_;
+  Authenticator auth_;
 };
 
 }  // namespace conveyor

@@ -72,7 +72,9 @@ DaemonProcess::DaemonProcess(std::vector<std::string> extra_flags) {
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
     v1::GetServerStatusRequest req;
     v1::ServerStatus resp;
-    if (stub->GetServerStatus(&ctx, req, &resp).ok()) {
+    // UNAUTHENTICATED answers too: a daemon with token auth is up.
+    const grpc::Status answer = stub->GetServerStatus(&ctx, req, &resp);
+    if (answer.ok() || answer.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
       ready_ = true;
       return;
     }

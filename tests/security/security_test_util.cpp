@@ -1,0 +1,120 @@
+// The security tests' helpers (see security_test_util.h).
+#include "security_test_util.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "conveyor/v1/transcoder.grpc.pb.h"
+#include "daemon_process.h"
+
+namespace conveyor::security_test {
+namespace {
+
+// One key and certificate signed by `ca` (or self-signed, a CA, when `ca` is empty).
+void MakeCert(const std::string& dir, const std::string& name, const std::string& ca, const std::string& ext) {
+  const std::string key = " -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout " + dir + "/" + name +
+                          ".key ";
+  std::string cmd;
+  if (ca.empty()) {
+    cmd = "openssl req -x509" + key + "-out " + dir + "/" + name + ".pem -days 2 -subj /CN=" + name +
+          " -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign";
+  } else {
+    WriteText(dir + "/" + name + ".ext", ext);
+    cmd = "openssl req" + key + "-out " + dir + "/" + name + ".csr -subj /CN=" + name + " && openssl x509 -req -in " +
+          dir + "/" + name + ".csr -CA " + dir + "/" + ca + ".pem -CAkey " + dir + "/" + ca +
+          ".key -CAcreateserial -days 2 -out " + dir + "/" + name + ".pem -extfile " + dir + "/" + name + ".ext";
+  }
+  ASSERT_EQ(e2e::Shell("(" + cmd + ") >" + dir + "/openssl.log 2>&1"), 0) << ReadText(dir + "/openssl.log");
+}
+
+Pki MakePki() {
+  Pki p;
+  p.dir = e2e::MakeTempDir();
+  MakeCert(p.dir, "ca", "", "");
+  MakeCert(p.dir, "server", "ca",
+           "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n");
+  MakeCert(p.dir, "client", "ca", "extendedKeyUsage=clientAuth\n");
+  MakeCert(p.dir, "rogue-ca", "", "");
+  MakeCert(p.dir, "rogue", "rogue-ca", "extendedKeyUsage=clientAuth\n");
+  p.ca = p.dir + "/ca.pem";
+  p.server_cert = p.dir + "/server.pem";
+  p.server_key = p.dir + "/server.key";
+  p.client_cert = p.dir + "/client.pem";
+  p.client_key = p.dir + "/client.key";
+  p.rogue_cert = p.dir + "/rogue.pem";
+  p.rogue_key = p.dir + "/rogue.key";
+  return p;
+}
+
+}  // namespace
+
+const Pki& TestPki() {
+  static const Pki pki = MakePki();
+  return pki;
+}
+
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    close(fd);
+    return -1;
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void WriteText(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+std::shared_ptr<grpc::Channel> TcpChannel(int port, const ChannelOptions& o) {
+  const std::string target = "127.0.0.1:" + std::to_string(port);
+  std::shared_ptr<grpc::ChannelCredentials> creds;
+  if (o.ca_file.empty()) {
+    creds = grpc::InsecureChannelCredentials();
+  } else {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = ReadText(o.ca_file);
+    if (!o.cert_file.empty()) {
+      ssl.pem_cert_chain = ReadText(o.cert_file);
+      ssl.pem_private_key = ReadText(o.key_file);
+    }
+    creds = grpc::SslCredentials(ssl);
+    // gRPC sends call credentials on secure channels only; the token tests use TLS.
+    if (!o.token.empty()) creds = grpc::CompositeChannelCredentials(creds, grpc::AccessTokenCredentials(o.token));
+  }
+  return grpc::CreateChannel(target, creds);
+}
+
+grpc::Status CallStatus(const std::shared_ptr<grpc::Channel>& channel) {
+  auto stub = v1::Transcoder::NewStub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  v1::ServerStatus reply;
+  return stub->GetServerStatus(&ctx, v1::GetServerStatusRequest(), &reply);
+}
+
+}  // namespace conveyor::security_test

@@ -1,0 +1,41 @@
+// Helpers for the security tests: a throwaway PKI made with the openssl CLI (a CA, a
+// server certificate for 127.0.0.1/localhost, a client certificate from that CA and
+// one from an untrusted CA), free TCP ports, and TLS/token channels.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+
+namespace conveyor::security_test {
+
+struct Pki {
+  std::string dir;
+  std::string ca;                       // ca.pem: signs the server and the good client
+  std::string server_cert, server_key;  // SAN IP:127.0.0.1, DNS:localhost
+  std::string client_cert, client_key;  // signed by ca
+  std::string rogue_cert, rogue_key;    // signed by another CA, which the server does not trust
+};
+
+// Made once per test binary (EC P-256 keys: fast). Fails the test on an openssl error.
+const Pki& TestPki();
+
+// A port nobody listens on now (bound to 127.0.0.1:0 and closed).
+int FreePort();
+
+std::string ReadText(const std::string& path);
+void WriteText(const std::string& path, const std::string& text);
+
+struct ChannelOptions {
+  std::string ca_file;                // "" → plaintext
+  std::string cert_file, key_file;    // client certificate (mTLS)
+  std::string token;                  // sent as "authorization: Bearer TOKEN"
+};
+// A channel to 127.0.0.1:port.
+std::shared_ptr<grpc::Channel> TcpChannel(int port, const ChannelOptions& options);
+
+// GetServerStatus with a 5 s deadline: the status code only.
+grpc::Status CallStatus(const std::shared_ptr<grpc::Channel>& channel);
+
+}  // namespace conveyor::security_test

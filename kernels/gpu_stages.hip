@@ -71,15 +71,19 @@ template <LayoutKind K>
 __device__ bool FetchYuvRowFast(const EncodePlan& p, const SourcePlanes& s, int comp, int x, int y, uint8_t row[8]) {
   if (K == LayoutKind::kPackedRgb) return false;
   const ColorXform& xf = p.xform;
+  // Rows below the frame repeat its last row (ClampCoord), as the general path does:
+  // 1080p's bottom padding rows took that path, 17 % of this kernel's samples.
   if (comp == 0) {
-    if (x + 8 > p.width || y >= p.height || xf.m[0][1] != 0 || xf.m[0][2] != 0) return false;
+    if (x + 8 > p.width || xf.m[0][1] != 0 || xf.m[0][2] != 0) return false;
+    y = ClampCoord(y, p.height);
     uint8_t luma[8];
     Load8(s.plane[0] + static_cast<size_t>(y) * s.stride[0] + x, luma);
     for (int c = 0; c < 8; ++c) row[c] = ClampToByte((xf.m[0][0] * luma[c] + xf.bias[0]) >> kColorFracBits);
     return true;
   }
   // With chroma_direct the chroma grids match: sample (x, y) reads source pair (x, y).
-  if (!p.chroma_direct || (x + 7) * p.comp[0].h >= p.width || y * p.comp[0].v >= p.height) return false;
+  if (!p.chroma_direct || (x + 7) * p.comp[0].h >= p.width) return false;
+  if (y * p.comp[0].v >= p.height) y = (p.height - 1) >> p.layout.chroma_shift_y;  // the pair row ClampCoord reads
   uint8_t cb[8], cr[8];
   if (K == LayoutKind::kSemiPlanarYuv) {
     const uint8_t* src = s.plane[1] + static_cast<size_t>(y) * s.stride[1] + 2 * x;
@@ -152,14 +156,58 @@ __global__ void ColorDctKernel(EncodePlan p, BandDeviceBuffers b, int band) {
   for (int v = threadIdx.x; v < vectors; v += blockDim.x) dst[v] = staged[v];
 }
 
-// Loads the Huffman tables into shared memory, a word per thread at a time.
+// Loads the Huffman tables into shared memory. Every load is issued before the first
+// store, so the CTA waits for one memory round trip, not one per word (a load-store
+// loop serialises them: Nsight Compute put 5 % of the coding kernel's stalls here).
 __device__ void LoadHuffTables(const EncodeTables* t, HuffTable* dc, HuffTable* ac) {
-  const uint32_t* src = reinterpret_cast<const uint32_t*>(&t->dc[0]);
-  uint32_t* dst = reinterpret_cast<uint32_t*>(dc);
-  for (int i = threadIdx.x; i < static_cast<int>(2 * sizeof(HuffTable) / 4); i += blockDim.x) dst[i] = src[i];
-  src = reinterpret_cast<const uint32_t*>(&t->ac[0]);
-  dst = reinterpret_cast<uint32_t*>(ac);
-  for (int i = threadIdx.x; i < static_cast<int>(2 * sizeof(HuffTable) / 4); i += blockDim.x) dst[i] = src[i];
+  constexpr int kWords = static_cast<int>(2 * sizeof(HuffTable) / 4);  // dc[2] or ac[2]
+  constexpr int kPerThread = (kWords + 63) / 64;                        // blockDim.x >= 64
+  const uint32_t* src_dc = reinterpret_cast<const uint32_t*>(&t->dc[0]);
+  const uint32_t* src_ac = reinterpret_cast<const uint32_t*>(&t->ac[0]);
+  uint32_t got_dc[kPerThread], got_ac[kPerThread];
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const int i = static_cast<int>(threadIdx.x + j * blockDim.x);
+    if (i < kWords) {
+      got_dc[j] = src_dc[i];
+      got_ac[j] = src_ac[i];
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const int i = static_cast<int>(threadIdx.x + j * blockDim.x);
+    if (i < kWords) {
+      reinterpret_cast<uint32_t*>(dc)[i] = got_dc[j];
+      reinterpret_cast<uint32_t*>(ac)[i] = got_ac[j];
+    }
+  }
+}
+
+// Stages the levels of `count` consecutive blocks (at most blockDim.x / 2 of them) in
+// shared memory, kStageBlockWords apart. Each thread issues its (at most four) 16-byte
+// loads before its first store: one memory round trip for the CTA. A loop that stored
+// each word as it arrived was the coding kernel's largest stall (24 % of its samples).
+__device__ void StageLevels(const int16_t* levels, int count, uint32_t* stage) {
+  constexpr int kVectorsPerBlock = 64 * sizeof(int16_t) / sizeof(uint4);
+  const uint4* src = reinterpret_cast<const uint4*>(levels);  // blocks are 128-byte aligned
+  const int vectors = count * kVectorsPerBlock;                // <= 4 * blockDim.x
+  uint4 got[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int v = static_cast<int>(threadIdx.x + j * blockDim.x);
+    if (v < vectors) got[j] = src[v];
+  }
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int v = static_cast<int>(threadIdx.x + j * blockDim.x);
+    if (v < vectors) {
+      uint32_t* dst = stage + (v / kVectorsPerBlock) * kStageBlockWords + (v % kVectorsPerBlock) * 4;
+      dst[0] = got[j].x;
+      dst[1] = got[j].y;
+      dst[2] = got[j].z;
+      dst[3] = got[j].w;
+    }
+  }
 }
 
 // Codes one half of band-local block i (levels staged in shared memory, zigzag order)
@@ -290,8 +338,7 @@ __global__ void SegmentCodeKernel(EncodePlan p, BandDeviceBuffers b, int band) {
   const int per_round = static_cast<int>(blockDim.x) / 2;
   for (int round = 0; round < n; round += per_round) {
     const int count = min(per_round, n - round);
-    const uint32_t* src = reinterpret_cast<const uint32_t*>(f.levels + static_cast<size_t>(b0 + round) * 64);
-    for (int v = threadIdx.x; v < count * 32; v += blockDim.x) stage[(v / 32) * kStageBlockWords + v % 32] = src[v];
+    StageLevels(f.levels + static_cast<size_t>(b0 + round) * 64, count, stage);
     __syncthreads();
     const int k = static_cast<int>(threadIdx.x) / 2;
     if (k < count) {

@@ -85,24 +85,31 @@ class GpuWorker : public Worker {
       ASSIGN_OR_RETURN(s.source, DeviceBuffer::Allocate(max_input, "slot " + std::to_string(i) + " source"));
       pinned_bytes_ += s.input.size() + s.band_bytes.size();
     }
-    // Size the rest for the largest frame too (4:4:4, automatic restart interval), so a
-    // steady stream never allocates; a frame that needs more grows them once.
+    // Size the rest for the largest frame too, in every subsampling (their bands round
+    // to whole segments differently), so that no frame the limits allow grows a buffer.
+    // Growing one frees and allocates pinned or device memory, which waits for the whole
+    // device: a 4K frame that did so stalled the pipeline 15-20 ms.
     std::vector<uint8_t> probe_frame;
     const FrameView largest = LargestFrameShape(&probe_frame);
-    EncodeParams worst;
-    worst.subsampling = Subsampling::k444;
-    ASSIGN_OR_RETURN(EncodePlan p, MakeEncodePlan(largest, worst, BandRows(largest, worst)));
+    uint64_t band_capacity = 0, out_capacity = 0;
+    for (Subsampling sub : {Subsampling::k420, Subsampling::k422, Subsampling::k444}) {
+      EncodeParams worst;
+      worst.subsampling = sub;
+      ASSIGN_OR_RETURN(EncodePlan p, MakeEncodePlan(largest, worst, BandRows(largest, worst)));
+      band_capacity = std::max<uint64_t>(band_capacity, p.band_capacity);
+      out_capacity = std::max<uint64_t>(out_capacity, p.band_capacity * p.num_bands);
+      for (EncodeLane& lane : lanes_) RETURN_IF_ERROR(ReserveScratch(lane, p, LaunchFrames()));
+    }
     for (Slot& s : slots_) {
-      ASSIGN_OR_RETURN(s.output, PinnedBuffer::Allocate(kReadbackBuffers * p.band_capacity, false, "slot output"));
+      ASSIGN_OR_RETURN(s.output, PinnedBuffer::Allocate(kReadbackBuffers * band_capacity, false, "slot output"));
       for (Event& e : s.copied) {
         ASSIGN_OR_RETURN(e, Event::Create(false, "copied"));
       }
-      ASSIGN_OR_RETURN(s.out, DeviceBuffer::Allocate(p.band_capacity * p.num_bands, "slot out"));
+      ASSIGN_OR_RETURN(s.out, DeviceBuffer::Allocate(out_capacity, "slot out"));
       pinned_bytes_ += s.output.size();
       device_bytes_ += s.source.size() + s.out.size();
     }
     slot_pinned_bytes_ = slots_[0].input.size() + slots_[0].band_bytes.size() + slots_[0].output.size();
-    for (EncodeLane& lane : lanes_) RETURN_IF_ERROR(ReserveScratch(lane, p, LaunchFrames()));
     issue_thread_ = std::thread([this] { IssueLoop(); });
     for (size_t i = 0; i < lanes_.size(); ++i) {
       delivery_queues_.push_back(std::make_unique<FrameQueue<std::vector<int>>>());
@@ -236,6 +243,7 @@ class GpuWorker : public Worker {
     size_t frame_bytes = 0;
     PlaneGeometry geometry;
     std::vector<EncodePlan> plans;
+    std::vector<const EncodeTables*> tables;  // per rendition, on the device
     std::vector<size_t> out_offset;  // per rendition, into `out`
     std::vector<std::optional<ScalePlan>> scale_plans;  // per rendition; empty: source size
     size_t scaled_bytes = 0;  // the largest scaled rendition
@@ -302,13 +310,17 @@ class GpuWorker : public Worker {
     return OkStatus();
   }
 
+  // Bands of at most about kGpuBandBlocks blocks, as few as that allows, split evenly
+  // (1080p 4:2:0: two of 34 MCU rows, where a fixed block count gave 28 + 28 + 12).
   int BandRows(const FrameView& f, const EncodeParams& params) const {
     if (options_.band_rows > 0) return options_.band_rows;
     const int mcu_w = params.subsampling == Subsampling::k444 ? 8 : 16;
     const int mcu_h = params.subsampling == Subsampling::k420 ? 16 : 8;
     const int blocks_per_mcu = params.subsampling == Subsampling::k420 ? 6 : params.subsampling == Subsampling::k422 ? 4 : 3;
-    const int blocks_per_row = (f.width + mcu_w - 1) / mcu_w * blocks_per_mcu;
-    return (kGpuBandBlocks + blocks_per_row - 1) / blocks_per_row * mcu_h;
+    const int64_t mcu_rows = (f.height + mcu_h - 1) / mcu_h;
+    const int64_t blocks = (f.width + mcu_w - 1) / mcu_w * blocks_per_mcu * mcu_rows;
+    const int64_t bands = std::max<int64_t>(1, (blocks + kGpuBandBlocks - 1) / kGpuBandBlocks);
+    return static_cast<int>((mcu_rows + bands - 1) / bands * mcu_h);
   }
 
   // The scaled frame renditions are encoded from; grows like the band scratch.
@@ -389,6 +401,13 @@ class GpuWorker : public Worker {
       s.plans.push_back(plan);
     }
     if (bands_total > kMaxBandsPerFrame) return InvalidArgument("too many bands in one frame");
+    // Tables first: a quality's first use queues their copy on the upload stream, and it
+    // must come before this frame's upload, whose event is all the encode stream waits for.
+    s.tables.clear();
+    for (const Rendition& r : s.request.renditions) {
+      ASSIGN_OR_RETURN(const EncodeTables* t, TablesFor(r.params.quality, s.index));
+      s.tables.push_back(t);
+    }
 
     // Slot buffers: the slot is ours, nothing in flight uses them.
     size_t max_band = 0;
@@ -447,15 +466,9 @@ class GpuWorker : public Worker {
     Slot& first = *group.front();
     const FrameView& f = first.request.frame;
     const int frames = static_cast<int>(group.size());
-    const std::string names = SlotNames(group);
     EncodeLane& lane = lanes_[first.lane];
     if (first.scaled_bytes > 0) RETURN_IF_ERROR(ReserveScaled(lane, first.scaled_bytes * frames));
     for (const EncodePlan& p : first.plans) RETURN_IF_ERROR(ReserveScratch(lane, p, frames));
-    std::vector<const EncodeTables*> tables;
-    for (const Rendition& r : first.request.renditions) {
-      ASSIGN_OR_RETURN(const EncodeTables* t, TablesFor(r.params.quality, first.index));
-      tables.push_back(t);
-    }
 
     // Encode, band by band, an event after each, once every frame has uploaded.
     for (Slot* s : group) {
@@ -484,15 +497,16 @@ class GpuWorker : public Worker {
         b.frame[i].source = PackedSourcePlanes(frame, f.format, p.width, p.height);
       }
       lane.scratch.Fill(&b);
-      b.tables = tables[r];
+      b.tables = first.tables[r];  // the group shares qualities (SameShape)
       for (int band = 0; band < p.num_bands; ++band, ++flat) {
         for (int i = 0; i < frames; ++i) {
           const Slot& s = *group[i];
           b.frame[i].band_out = s.out.get<uint8_t>() + s.out_offset[r] + band * p.band_capacity;
           b.frame[i].band_bytes = s.band_bytes.device_get<uint32_t>() + flat;
         }
-        RETURN_IF_ERROR(Injected("launch band stages", first.index).WithContext(names));
-        RETURN_IF_ERROR(EnqueueBandStages(p, b, band, lane.stream.get()).WithContext(names));
+        Status launched = Injected("launch band stages", first.index);
+        if (launched.ok()) launched = EnqueueBandStages(p, b, band, lane.stream.get());
+        if (!launched.ok()) return launched.WithContext(SlotNames(group));  // names built only on failure
         for (Slot* s : group) {
           RETURN_IF_ERROR(Check("hipEventRecord(band_done)", s->index,
                                 hipEventRecord(s->band_done[flat].get(), lane.stream.get())));
@@ -605,6 +619,12 @@ class GpuWorker : public Worker {
           if (n > p.band_capacity) {
             return Internal("band " + std::to_string(band) + " overflowed its buffer (slot " +
                             std::to_string(s.index) + ")");
+          }
+          if (band == 0) {
+            // One allocation for the whole JPEG, guessed from band 0 with a quarter to
+            // spare: growing band by band copied a 4K frame's bytes twice over.
+            std::vector<uint8_t>& jpeg = results[i]->jpeg[r];
+            jpeg.reserve(jpeg.size() + static_cast<size_t>(n) * p.num_bands * 5 / 4 + 2);
           }
           if (in_flight[i].size() == kReadbackBuffers) RETURN_IF_ERROR(append_oldest(i));
           const int buffer = flat % kReadbackBuffers;

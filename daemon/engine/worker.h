@@ -101,9 +101,12 @@ struct WorkerOptions {
   std::function<void(int frames)> test_on_issue;
 };
 
-// Blocks per band the GPU worker aims for when band_rows is 0: enough to spread one
-// stage over every SM of a large GPU.
-constexpr int kGpuBandBlocks = 20000;
+// Most blocks in a band when band_rows is 0; the GPU worker takes as few bands as that
+// allows. A coding launch costs about 20 us on the H200 however few segments it holds
+// (one CTA's critical path: Nsight Compute timed 21 us for 90 segments, 25 us for 210),
+// so bands are as large as progress events allow: 1080p 4:2:0 in two bands ran 1.4x
+// the frames/s of three (BENCHMARKS.md, session 4).
+constexpr int kGpuBandBlocks = 32768;
 
 struct WorkerStats {
   uint64_t frames_done = 0;

@@ -48,6 +48,7 @@ struct ModeResult {
   uint64_t rss_after_warmup = 0, rss_half = 0, rss_after = 0, pinned_bytes = 0, device_bytes = 0;
   double issue_busy = 0, delivery_busy = 0;  // share of wall time, GPU worker's host threads
   double frames_per_group = 0;               // GPU worker: mean frames a launch carried
+  double jpeg_bytes = 0;                     // mean JPEG bytes a frame, all renditions
   double fps = 0, wall = 0;
   double busy[3] = {0, 0, 0};  // upload, encode, readback (GPU event time)
   double overlap = 0, gpu_span = 0;
@@ -110,6 +111,30 @@ ModeResult Summarise(const std::string& mode, const std::vector<FrameTimes>& tim
   return r;
 }
 
+// One row per timed frame: host times from the start of the timed run, GPU times on the
+// worker's clock, in microseconds. Appends, so that every mode lands in one file.
+void WriteTimesCsv(const std::string& path, const std::string& mode, const std::vector<FrameTimes>& times,
+                   const std::vector<bool>& heavy, SteadyTime start) {
+  if (path.empty()) return;
+  FILE* f = std::fopen(path.c_str(), "a");
+  if (f == nullptr) return;
+  if (std::ftell(f) == 0) {
+    std::fprintf(f, "mode,frame,heavy,submitted,started,first_byte,done,upload_start,upload_end,encode_start,"
+                    "encode_end,first_band_done,last_readback_end\n");
+  }
+  auto us = [&](SteadyTime t) { return 1e6 * Seconds(start, t); };
+  for (size_t i = 0; i < times.size(); ++i) {
+    const FrameTimes& t = times[i];
+    const double first_band = t.band_done.empty() ? 0 : t.band_done.front();
+    const double last_copy = t.band_readback.empty() ? 0 : t.band_readback.back().end;
+    std::fprintf(f, "%s,%zu,%d,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f\n", mode.c_str(), i,
+                 heavy.empty() ? 0 : static_cast<int>(heavy[i]), us(t.submitted), us(t.started), us(t.first_byte),
+                 us(t.done), 1e6 * t.upload.start, 1e6 * t.upload.end, 1e6 * t.encode.start, 1e6 * t.encode.end,
+                 1e6 * first_band, 1e6 * last_copy);
+  }
+  std::fclose(f);
+}
+
 // The renditions of frame i: the ladder for ordinary frames, the source size otherwise.
 std::vector<Rendition> RenditionsFor(const EncodeParams& params, const std::vector<std::pair<int, int>>& ladder,
                                      bool heavy) {
@@ -122,7 +147,8 @@ std::vector<Rendition> RenditionsFor(const EncodeParams& params, const std::vect
 StatusOr<ModeResult> RunWorkerMode(const std::string& mode, std::unique_ptr<Worker> worker,
                                    const std::vector<const OwnedFrame*>& seq,
                                    const std::vector<EncodeParams>& params, const std::vector<bool>& heavy,
-                                   const std::vector<std::pair<int, int>>& ladder, bool registered) {
+                                   const std::vector<std::pair<int, int>>& ladder, bool registered,
+                                   const std::string& times_csv) {
   // Registered: the frames are page-locked where they are and uploaded from there, the
   // "pinned host frames" case. Otherwise the worker copies each into a pinned slot.
   std::vector<std::unique_ptr<HostMemoryRegistration>> registrations;
@@ -141,6 +167,7 @@ StatusOr<ModeResult> RunWorkerMode(const std::string& mode, std::unique_ptr<Work
   const bool keep_times = seq.size() <= kMaxTimedFrames;
   std::vector<FrameTimes> times(keep_times ? seq.size() : 0);
   Status failure;
+  uint64_t jpeg_bytes = 0;
   // Warm-up, not timed: enough frames that every slot has been used once (a slot's
   // events are created on its first frame).
   for (size_t i = 0; i < std::min<size_t>(seq.size(), 64); ++i) {
@@ -165,6 +192,7 @@ StatusOr<ModeResult> RunWorkerMode(const std::string& mode, std::unique_ptr<Work
     req.on_done = [&](FrameResult&& r) {
       std::lock_guard<std::mutex> lock(mu);
       if (!r.status.ok() && failure.ok()) failure = r.status;
+      for (const auto& j : r.jpeg) jpeg_bytes += j.size();
       if (keep_times) times[r.id] = r.times;
     };
     RETURN_IF_ERROR(worker->Submit(std::move(req)));
@@ -173,10 +201,12 @@ StatusOr<ModeResult> RunWorkerMode(const std::string& mode, std::unique_ptr<Work
   const SteadyTime end = Clock::now();
   RETURN_IF_ERROR(failure);
   ModeResult r = Summarise(mode, times, heavy, start, end);
+  WriteTimesCsv(times_csv, mode, times, heavy, start);
   r.fps = seq.size() / r.wall;
   r.rss_after_warmup = rss_warm;
   r.rss_half = rss_half;
   r.rss_after = RssBytes();
+  r.jpeg_bytes = static_cast<double>(jpeg_bytes) / seq.size();
   const WorkerStats after = worker->Stats();
   r.pinned_bytes = after.pinned_bytes;
   r.device_bytes = after.device_bytes;
@@ -243,13 +273,18 @@ Status Run(const PipelineBenchOptions& o) {
   }
 
   std::vector<ModeResult> results;
-  double bound_fps = 0;
+  double bound_fps = 0, registered_fps = 0;
   CopyBandwidth bw;
   std::string device = "cpu";
   if (worker == "gpu") {
     if (probe.devices.empty()) return Unavailable("--worker gpu: " + probe.unavailable_reason);
     device = probe.devices[0].name;
     ASSIGN_OR_RETURN(bound_fps, MeasureH2dBoundFps(0, frame_bytes, 2000));
+    if (o.input_memory == "registered") {
+      std::vector<uint8_t*> frames;
+      for (OwnedFrame& f : light) frames.push_back(f.bytes.data());
+      ASSIGN_OR_RETURN(registered_fps, MeasureRegisteredH2dFps(0, frames, frame_bytes, 2000));
+    }
     ASSIGN_OR_RETURN(bw, MeasureCopyBandwidth(0, 256 << 20, 20));
     std::stringstream modes(o.modes);
     std::string mode;
@@ -264,8 +299,8 @@ Status Run(const PipelineBenchOptions& o) {
         WorkerOptions m = wo;
         m.progress_events = mode == "on";
         ASSIGN_OR_RETURN(auto w, MakeGpuWorker(0, m));
-        ASSIGN_OR_RETURN(ModeResult r, RunWorkerMode("pipelined, progress events " + mode, std::move(w), seq, params, heavy, ladder,
-                                                       o.input_memory == "registered"));
+        ASSIGN_OR_RETURN(ModeResult r, RunWorkerMode("pipelined, progress events " + mode, std::move(w), seq, params,
+                                                     heavy, ladder, o.input_memory == "registered", o.times_csv));
         results.push_back(r);
       } else {
         return InvalidArgument("--modes: unknown mode " + mode);
@@ -273,8 +308,18 @@ Status Run(const PipelineBenchOptions& o) {
     }
   } else {
     wo.stage_timing = false;
-    ASSIGN_OR_RETURN(ModeResult r, RunWorkerMode("cpu worker", MakeCpuWorker(wo), seq, params, heavy, ladder, false));
+    ASSIGN_OR_RETURN(ModeResult r,
+                     RunWorkerMode("cpu worker", MakeCpuWorker(wo), seq, params, heavy, ladder, false, o.times_csv));
     results.push_back(r);
+  }
+
+  // The duplex bound needs the output size, known once a pipelined mode has run.
+  double duplex_fps = 0, duplex_output = 0;
+  for (const auto& r : results) {
+    if (r.jpeg_bytes > 0) duplex_output = r.jpeg_bytes;
+  }
+  if (worker == "gpu" && duplex_output > 0) {
+    ASSIGN_OR_RETURN(duplex_fps, MeasureDuplexBoundFps(0, frame_bytes, static_cast<size_t>(duplex_output), 2000));
   }
 
   std::printf("\nconveyor-bench pipeline  %dx%d %s q%d %s, %d frames, %d slots, %d encode streams, "
@@ -291,6 +336,14 @@ Status Run(const PipelineBenchOptions& o) {
     std::printf("pinned H2D bound for this input: %.0f frames/s (%.1f GB/s)\n", bound_fps, bound_fps * frame_bytes / 1e9);
     std::printf("copy bandwidth GB/s: H2D pinned %.1f, pageable %.1f; D2H pinned %.1f, pageable %.1f\n",
                 bw.h2d_pinned_gbs, bw.h2d_pageable_gbs, bw.d2h_pinned_gbs, bw.d2h_pageable_gbs);
+    if (registered_fps > 0) {
+      std::printf("H2D from the %zu input frames, registered where they are: %.0f frames/s (%.1f GB/s)\n",
+                  light.size(), registered_fps, registered_fps * frame_bytes / 1e9);
+    }
+    if (duplex_fps > 0) {
+      std::printf("pinned H2D + D2H bound (the frame up, %.0f output bytes down, at once): %.0f frames/s\n",
+                  duplex_output, duplex_fps);
+    }
   }
   std::printf("%-30s %9s %7s %9s %9s %9s %8s %10s %10s %10s %10s\n", "mode", "frames/s", "xbound", "upload%",
               "encode%", "readbk%", "overlap%", "ttfb p50", "ttfb p99", "lat p50", "lat p99");
@@ -311,9 +364,12 @@ Status Run(const PipelineBenchOptions& o) {
     if (r.timed)
       std::printf("%-30s encode per frame %.1f us; two or more frames encoding %.0f%% of the time\n", r.mode.c_str(),
                   1e6 * r.encode_mean, 100 * r.encode_concurrent);
+    if (duplex_fps > 0 && r.jpeg_bytes > 0)
+      std::printf("%-30s %.3fx of the H2D + D2H bound\n", r.mode.c_str(), r.fps / duplex_fps);
     if (r.issue_busy > 0)
-      std::printf("%-30s host threads busy: issue %.0f%%, delivery %.0f%% of wall time; %.2f frames a launch\n",
-                  r.mode.c_str(), 100 * r.issue_busy, 100 * r.delivery_busy, r.frames_per_group);
+      std::printf("%-30s host threads busy: issue %.0f%%, delivery %.0f%% of wall time; %.2f frames a launch; "
+                  "%.0f JPEG bytes a frame\n",
+                  r.mode.c_str(), 100 * r.issue_busy, 100 * r.delivery_busy, r.frames_per_group, r.jpeg_bytes);
   }
   const ModeResult* serial = nullptr;
   const ModeResult* off = nullptr;
@@ -332,9 +388,10 @@ Status Run(const PipelineBenchOptions& o) {
                   1e3 * on->light_ttfb_p99);
   }
   std::printf("{\"bench\":\"pipeline\",\"worker\":\"%s\",\"device\":\"%s\",\"width\":%d,\"height\":%d,\"format\":\"%s\","
-              "\"quality\":%d,\"frames\":%d,\"slots\":%d,\"stall_every\":%d,\"h2d_bound_fps\":%.1f,\"modes\":[",
+              "\"quality\":%d,\"frames\":%d,\"slots\":%d,\"stall_every\":%d,\"h2d_bound_fps\":%.1f,"
+              "\"duplex_bound_fps\":%.1f,\"modes\":[",
               worker.c_str(), device.c_str(), first.width, first.height, PixelFormatName(first.format), o.quality,
-              o.frames, o.slots, o.stall_every, bound_fps);
+              o.frames, o.slots, o.stall_every, bound_fps, duplex_fps);
   for (size_t i = 0; i < results.size(); ++i) {
     const auto& r = results[i];
     std::printf("%s{\"mode\":\"%s\",\"fps\":%.2f,\"overlap_s\":%.4f,\"gpu_span_s\":%.4f,\"ttfb_p50_ms\":%.3f,"
@@ -370,6 +427,7 @@ void AddPipelineCommand(CLI::App& app, PipelineBenchOptions* o, int* exit_code) 
   cmd->add_option("--stall-every", o->stall_every, "Every Nth frame is heavy (0: off)")->capture_default_str();
   cmd->add_option("--stall-size", o->stall_size, "Size of the heavy frames")->capture_default_str();
   cmd->add_option("--stall-quality", o->stall_quality, "Quality of the heavy frames")->capture_default_str();
+  cmd->add_option("--times-csv", o->times_csv, "Append each timed frame's host and GPU times (us) to this CSV");
   cmd->callback([o, exit_code] {
     const Status s = Run(*o);
     if (!s.ok()) {

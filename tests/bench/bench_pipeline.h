@@ -26,6 +26,7 @@ struct PipelineBenchOptions {
   int stall_every = 0;          // every Nth frame is heavy (0: no stall scenario)
   std::string stall_size = "3840x2160";
   int stall_quality = 100;
+  std::string times_csv;        // each timed frame's host and GPU times, for diagnosis
 };
 
 void AddPipelineCommand(CLI::App& app, PipelineBenchOptions* options, int* exit_code);

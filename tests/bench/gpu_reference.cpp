@@ -1,6 +1,7 @@
 // GPU reference measurements for conveyor-bench.
 #include "gpu_reference.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -59,6 +60,63 @@ StatusOr<double> MeasureH2dBoundFps(int device, size_t frame_bytes, int frames) 
   std::memset(pinned.get(), 7, frame_bytes);
   ASSIGN_OR_RETURN(double t, TimeCopies(dev.get(), pinned.get(), frame_bytes, frames, hipMemcpyHostToDevice, s.get()));
   return frames / t;
+}
+
+StatusOr<double> MeasureRegisteredH2dFps(int device, const std::vector<uint8_t*>& frames, size_t frame_bytes,
+                                         int copies) {
+  GPU_RETURN_IF_ERROR(hipSetDevice(device), "hipSetDevice");
+  if (frames.empty()) return InvalidArgument("no frames to copy");
+  std::vector<HostRegistration> registered;
+  for (uint8_t* f : frames) {
+    ASSIGN_OR_RETURN(HostRegistration r, HostRegistration::Register(f, frame_bytes, "bench frame"));
+    registered.push_back(std::move(r));
+  }
+  ASSIGN_OR_RETURN(Stream s, Stream::Create(0, "registered h2d"));
+  ASSIGN_OR_RETURN(DeviceBuffer dev, DeviceBuffer::Allocate(frame_bytes, "registered h2d"));
+  ASSIGN_OR_RETURN(Event start, Event::Create(true, "start"));
+  ASSIGN_OR_RETURN(Event stop, Event::Create(true, "stop"));
+  GPU_RETURN_IF_ERROR(hipEventRecord(start.get(), s.get()), "hipEventRecord");
+  for (int i = 0; i < copies; ++i) {
+    GPU_RETURN_IF_ERROR(hipMemcpyAsync(dev.get(), frames[i % frames.size()], frame_bytes, hipMemcpyHostToDevice,
+                                       s.get()),
+                        "H2D copy");
+  }
+  GPU_RETURN_IF_ERROR(hipEventRecord(stop.get(), s.get()), "hipEventRecord");
+  GPU_RETURN_IF_ERROR(hipEventSynchronize(stop.get()), "hipEventSynchronize");
+  float ms = 0;
+  GPU_RETURN_IF_ERROR(hipEventElapsedTime(&ms, start.get(), stop.get()), "hipEventElapsedTime");
+  return copies / (ms / 1e3);
+}
+
+StatusOr<double> MeasureDuplexBoundFps(int device, size_t frame_bytes, size_t output_bytes, int frames) {
+  GPU_RETURN_IF_ERROR(hipSetDevice(device), "hipSetDevice");
+  output_bytes = std::max<size_t>(output_bytes, 1);
+  ASSIGN_OR_RETURN(Stream up, Stream::Create(0, "duplex up"));
+  ASSIGN_OR_RETURN(Stream down, Stream::Create(0, "duplex down"));
+  ASSIGN_OR_RETURN(DeviceBuffer dev_in, DeviceBuffer::Allocate(frame_bytes, "duplex in"));
+  ASSIGN_OR_RETURN(DeviceBuffer dev_out, DeviceBuffer::Allocate(output_bytes, "duplex out"));
+  ASSIGN_OR_RETURN(PinnedBuffer host_in, PinnedBuffer::Allocate(frame_bytes, false, "duplex in"));
+  ASSIGN_OR_RETURN(PinnedBuffer host_out, PinnedBuffer::Allocate(output_bytes, false, "duplex out"));
+  std::memset(host_in.get(), 7, frame_bytes);
+  ASSIGN_OR_RETURN(Event start, Event::Create(true, "start"));
+  ASSIGN_OR_RETURN(Event up_done, Event::Create(true, "up done"));
+  ASSIGN_OR_RETURN(Event down_done, Event::Create(true, "down done"));
+  GPU_RETURN_IF_ERROR(hipEventRecord(start.get(), up.get()), "hipEventRecord");
+  GPU_RETURN_IF_ERROR(hipStreamWaitEvent(down.get(), start.get(), 0), "hipStreamWaitEvent");
+  for (int i = 0; i < frames; ++i) {
+    GPU_RETURN_IF_ERROR(hipMemcpyAsync(dev_in.get(), host_in.get(), frame_bytes, hipMemcpyHostToDevice, up.get()),
+                        "H2D copy");
+    GPU_RETURN_IF_ERROR(
+        hipMemcpyAsync(host_out.get(), dev_out.get(), output_bytes, hipMemcpyDeviceToHost, down.get()), "D2H copy");
+  }
+  GPU_RETURN_IF_ERROR(hipEventRecord(up_done.get(), up.get()), "hipEventRecord");
+  GPU_RETURN_IF_ERROR(hipEventRecord(down_done.get(), down.get()), "hipEventRecord");
+  GPU_RETURN_IF_ERROR(hipEventSynchronize(up_done.get()), "hipEventSynchronize");
+  GPU_RETURN_IF_ERROR(hipEventSynchronize(down_done.get()), "hipEventSynchronize");
+  float up_ms = 0, down_ms = 0;
+  GPU_RETURN_IF_ERROR(hipEventElapsedTime(&up_ms, start.get(), up_done.get()), "hipEventElapsedTime");
+  GPU_RETURN_IF_ERROR(hipEventElapsedTime(&down_ms, start.get(), down_done.get()), "hipEventElapsedTime");
+  return frames / (std::max(up_ms, down_ms) / 1e3);
 }
 
 StatusOr<std::vector<FrameTimes>> RunSerial(int device, const std::vector<const OwnedFrame*>& frames,

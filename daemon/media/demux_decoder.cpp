@@ -7,9 +7,11 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <vector>
 
 extern "C" {
 #include <libavutil/avstring.h>
+#include <libavutil/dict.h>
 #include <libavutil/display.h>
 #include <libavutil/pixdesc.h>
 }
@@ -143,8 +145,34 @@ Status ContainerDecoder::OpenInput() {
     return Failure(err, "avformat_open_input");
   }
   format_.reset(raw);
-  err = avformat_find_stream_info(format_.get(), nullptr);
+  // find_stream_info decodes a frame or so of each stream with decoders of its own: give
+  // them the pixel bound too, or they allocate whatever size the header claims.
+  std::vector<AVDictionary*> probe_options(format_->nb_streams, nullptr);
+  struct FreeDictionaries {
+    std::vector<AVDictionary*>& d;
+    ~FreeDictionaries() {
+      for (AVDictionary*& o : d) av_dict_free(&o);
+    }
+  } free_probe_options{probe_options};
+  if (options_.max_pixels > 0) {
+    for (AVDictionary*& o : probe_options) av_dict_set_int(&o, "max_pixels", options_.max_pixels, 0);
+  }
+  err = avformat_find_stream_info(format_.get(), probe_options.empty() ? nullptr : probe_options.data());
   if (err < 0) return Failure(err, "avformat_find_stream_info");
+  return CheckPictureSizes();
+}
+
+Status ContainerDecoder::CheckPictureSizes() const {
+  if (options_.max_pixels <= 0) return OkStatus();
+  for (unsigned i = 0; i < format_->nb_streams; ++i) {
+    const AVCodecParameters* par = format_->streams[i]->codecpar;
+    if (par->codec_type != AVMEDIA_TYPE_VIDEO) continue;
+    if (static_cast<int64_t>(par->width) * par->height > options_.max_pixels) {
+      return InvalidArgument("input video size " + std::to_string(par->width) + "x" + std::to_string(par->height) +
+                             " (stream " + std::to_string(i) + ") is above the limit of " +
+                             std::to_string(options_.max_pixels) + " pixels");
+    }
+  }
   return OkStatus();
 }
 
@@ -178,6 +206,7 @@ Status ContainerDecoder::OpenVideoDecoder() {
   ctx->pkt_timebase = st->time_base;
   ctx->thread_count = options_.threads;
   ctx->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
+  if (options_.max_pixels > 0) ctx->max_pixels = options_.max_pixels;  // also bounds size changes mid-stream
   err = avcodec_open2(ctx.get(), decoder, nullptr);
   if (err < 0) return FfmpegError(err, (std::string("avcodec_open2(") + decoder->name + ")").c_str());
   codec_ = std::move(ctx);

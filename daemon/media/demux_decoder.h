@@ -41,6 +41,10 @@ struct DecoderOptions {
   // the packets it reads in memory, so probe_bytes bounds that memory too.
   int64_t probe_bytes = 0;
   int64_t analyze_us = 0;
+  // Largest picture accepted, in pixels (0: FFmpeg's own bound, about 268 M). Enforced
+  // before FFmpeg allocates one: while probing, when the decoder opens and on every
+  // frame, so a header claiming 100000x100000 (or 16000x16000) costs nothing.
+  int64_t max_pixels = 0;
 };
 
 struct VideoStreamInfo {
@@ -110,6 +114,7 @@ class ContainerDecoder {
  private:
   ContainerDecoder(ByteQueue* input, const DecoderOptions& options);
   Status OpenInput();
+  Status CheckPictureSizes() const;
   Status OpenVideoDecoder();
   Status FeedDecoder();
   Status Failure(int err, const char* call) const;

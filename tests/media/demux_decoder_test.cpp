@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <future>
 #include <random>
 #include <thread>
@@ -352,6 +353,59 @@ TEST(Decoder, GarbageIsACleanError) {
 
   const DecodeRun empty = media_test::Decode({});
   EXPECT_EQ(empty.status.code(), StatusCode::kInvalidArgument) << empty.status.ToString();
+}
+
+// Peak resident memory of this process (VmHWM). Each test runs in its own process
+// (gtest_discover_tests), so the peak before a decode is the test's own baseline.
+int64_t PeakRssBytes() {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  int64_t kb = -1;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::sscanf(line, "VmHWM: %ld kB", &kb) == 1) break;
+  }
+  std::fclose(f);
+  return kb * 1024;
+}
+
+// Two black 7680x4320 H.264 frames: a few KB of file whose pictures are 50 MB each.
+StatusOr<std::string> HugeClip() {
+  return MakeMedia("huge.mkv", "color=black:size=7680x4320:rate=25",
+                   {"-frames:v", "2", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"});
+}
+constexpr int64_t kPictureBytes = 7680 * 4320 * 3 / 2;
+
+TEST(Decoder, APictureOverMaxPixelsIsRefusedBeforeItIsAllocated) {
+  REQUIRE_X264();
+  auto path = HugeClip();
+  ASSERT_TRUE(path.ok()) << path.status().ToString();
+  DecodeSetup setup;
+  setup.options.max_pixels = 3840 * 2160;
+  const int64_t before = PeakRssBytes();
+  const DecodeRun run = DecodeFile(*path, setup);
+  const int64_t grew = PeakRssBytes() - before;
+  EXPECT_EQ(run.status.code(), StatusCode::kInvalidArgument) << run.status.ToString();
+  EXPECT_NE(run.status.message().find("7680x4320"), std::string::npos) << run.status.ToString();
+  EXPECT_TRUE(run.frames.empty());
+  // Probing an 8K header costs FFmpeg about 20 MiB of tables; one picture is 47 MiB.
+  EXPECT_LT(grew, kPictureBytes) << "peak RSS grew " << grew << " bytes: a picture was allocated";
+  std::printf("refused: %s; peak RSS grew %.1f MiB\n", run.status.ToString().c_str(), grew / 1048576.0);
+}
+
+// The control: without the bound the same clip decodes, and the peak shows its pictures.
+// Were it not so, the test above could not fail.
+TEST(Decoder, WithoutMaxPixelsTheHugeClipIsDecodedAndItsPicturesAllocated) {
+  REQUIRE_X264();
+  auto path = HugeClip();
+  ASSERT_TRUE(path.ok()) << path.status().ToString();
+  const int64_t before = PeakRssBytes();
+  const DecodeRun run = DecodeFile(*path);
+  const int64_t grew = PeakRssBytes() - before;
+  EXPECT_TRUE(run.status.ok()) << run.status.ToString();
+  EXPECT_EQ(run.frames.size(), 2u);
+  EXPECT_GT(grew, 2 * kPictureBytes) << "peak RSS grew only " << grew << " bytes";
+  std::printf("decoded: peak RSS grew %.1f MiB\n", grew / 1048576.0);
 }
 
 TEST(Decoder, CorruptedMiddleDoesNotCrash) {

@@ -4,8 +4,10 @@
 // reload limits and the log level on SIGHUP, and on SIGTERM/SIGINT drain: health goes
 // NOT_SERVING, new streams get UNAVAILABLE, running sessions get up to drain_timeout_s.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,9 +20,9 @@
 #include "daemon_config.h"
 #include "doctor.h"
 #include "gpu_encoder.h"
+#include "heartbeat.h"
 #include "logging.h"
 #include "observability.h"
-#include "pulse.h"
 #include "rpc_server.h"
 #include "scheduler.h"
 #include "service_monitor.h"
@@ -42,8 +44,25 @@ const char* GpuBackendName() {
 #endif
 }
 
-StatusOr<std::vector<WorkerSlot>> CreateWorkers(const config::DaemonConfig& c) {
+// Test only (--test-fault-every N): every Nth worker call fails, counted over all
+// workers, so that the soak test can check that a fault ends only the session whose frame
+// it hit. The message says it was injected, so nobody mistakes it for a real fault.
+std::function<Status(const std::string&)> EveryNthCallFails(int every) {
+  auto calls = std::make_shared<std::atomic<uint64_t>>(0);
+  return [every, calls](const std::string&) -> Status {
+    const uint64_t n = calls->fetch_add(1) + 1;
+    if (n % static_cast<uint64_t>(every) != 0) return OkStatus();
+    return Internal("injected test fault " + std::to_string(n / every) + " (--test-fault-every " +
+                    std::to_string(every) + ")");
+  };
+}
+
+StatusOr<std::vector<WorkerSlot>> CreateWorkers(const config::DaemonConfig& c, int test_fault_every) {
   WorkerOptions options;
+  if (test_fault_every > 0) {
+    spdlog::warn("test hook: every {}th worker call fails (--test-fault-every)", test_fault_every);
+    options.test_fault = EveryNthCallFails(test_fault_every);
+  }
   options.slots = c.gpu_slots;
   options.max_launch_frames = c.gpu_launch_frames;
   options.max_width = c.max_width;
@@ -87,14 +106,14 @@ void LogIfError(const Status& s) {
   if (!s.ok()) spdlog::warn("{}", s.ToString());
 }
 
-// Waits for the sessions to end, beating `pulse` meanwhile; false when some are left after
-// `timeout_s`.
-bool WaitForSessions(SessionManager* sessions, double timeout_s, Pulse* pulse) {
+// Waits for the sessions to end, beating `main_loop` meanwhile; false when some are left
+// after `timeout_s`.
+bool WaitForSessions(SessionManager* sessions, double timeout_s, Heartbeats* main_loop) {
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   for (;;) {
     const double left = std::chrono::duration<double>(give_up - std::chrono::steady_clock::now()).count();
     if (sessions->WaitUntilIdle(std::max(0.0, std::min(left, kMainLoopTickS)))) return true;
-    pulse->Beat();
+    main_loop->Beat(0);
     if (left <= kMainLoopTickS) return false;
   }
 }
@@ -126,7 +145,7 @@ int Run(int argc, char** argv) {
   SystemdNotifier notifier;
 
   TuneAllocatorForFrames();
-  StatusOr<std::vector<WorkerSlot>> workers = CreateWorkers(c);
+  StatusOr<std::vector<WorkerSlot>> workers = CreateWorkers(c, cl->test_fault_every);
   if (!workers.ok()) {
     spdlog::error("{}", workers.status().ToString());
     return 1;
@@ -149,9 +168,9 @@ int Run(int argc, char** argv) {
   }
   for (const std::string& e : (*server)->endpoints()) spdlog::info("listening on {}", e);
 
-  Pulse main_loop;
+  Heartbeats main_loop(1);  // the main thread is its one thread
   auto alive = [&]() -> Status {
-    if (main_loop.SecondsSinceBeat() >= kMainLoopStaleS) return Unavailable("the main loop is not running");
+    if (main_loop.StalestSeconds() >= kMainLoopStaleS) return Unavailable("the main loop is not running");
     return scheduler.CheckWorkersAlive(kWorkerStaleS);
   };
   if (Status s = (*observability)->Serve(c.metrics_listen, &sessions, alive); !s.ok()) {
@@ -174,11 +193,11 @@ int Run(int argc, char** argv) {
   for (;;) {
     received = signals.Wait(kMainLoopTickS, [&] {
       follow_readiness();
-      main_loop.Beat();
+      main_loop.Beat(0);
     });
     if (received.action == SignalWaiter::Action::kStop) break;
     ReloadOnSighup(&reloader, &sessions, &notifier, [&] { return monitor.SampleStatus(); });
-    main_loop.Beat();
+    main_loop.Beat(0);
   }
 
   const double drain_timeout_s = reloader.running().drain_timeout_s;

@@ -9,6 +9,7 @@
 #include <charconv>
 #include <climits>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <type_traits>
@@ -58,6 +59,9 @@ const Field kFields[] = {
      "Addresses to serve the gRPC API on: \"unix:/path\", \"HOST:PORT\", \"[IPv6]:PORT\".\n"
      "Empty: the unix socket /run/conveyor/conveyord.sock when /run/conveyor is writable,\n"
      "else $XDG_RUNTIME_DIR/conveyor/conveyord.sock, else /tmp/conveyor-UID/conveyord.sock."},
+    {"server", "socket_group", &DaemonConfig::socket_group, "--socket-group",
+     "Group given the unix sockets, which are mode 0660, so that its members may connect.\n"
+     "When no group of that name exists the sockets keep the daemon's group. \"\": leave it."},
     {"server", "allow_insecure_tcp", &DaemonConfig::allow_insecure_tcp, "--allow-insecure-tcp",
      "Allow plaintext TCP listen addresses other than loopback. Without TLS anyone who can\n"
      "reach such a port can read the media, and without auth_token_file submit work and\n"
@@ -413,6 +417,7 @@ const char* TypeNameForFlag(const Field& f) {
   const std::string key = f.key;
   if (key == "metrics_listen") return "ADDR";
   if (key == "log_level") return "LEVEL";
+  if (key == "socket_group") return "GROUP";
   if (key == "workers") return "auto|gpu|cpu";
   if (key.size() > 5 && key.compare(key.size() - 5, 5, "_file") == 0) return "PATH";
   return std::visit(Overloaded{
@@ -599,6 +604,12 @@ StatusOr<CommandLine> ParseCommandLine(int argc, const char* const* argv,
   }
   app.add_flag("--print-config", print_config,
                "Print the resulting configuration as TOML and exit.");
+  // The empty group hides it from --help: it is for tests/soak, not for operators.
+  std::string test_fault_every;
+  CLI::Option* fault_opt =
+      app.add_option("--test-fault-every", test_fault_every, "Test only: fail every Nth worker call.")
+          ->group("")
+          ->take_last();
 
   try {
     app.parse(argc, argv);
@@ -638,6 +649,18 @@ StatusOr<CommandLine> ParseCommandLine(int argc, const char* const* argv,
     result.config.allow_insecure_tcp = allow_insecure_tcp;
   }
   RETURN_IF_ERROR(result.config.Validate());
+  if (fault_opt->count() > 0) {
+    const char* allow = std::getenv(kAllowTestHooksEnv);
+    if (allow == nullptr || std::string(allow) != "1") {
+      return InvalidArgument(std::string("--test-fault-every is a test hook; it needs ") + kAllowTestHooksEnv +
+                             "=1 in the environment");
+    }
+    ASSIGN_OR_RETURN(const int64_t every, ParseFlagInteger("--test-fault-every", test_fault_every));
+    if (every < 1 || every > INT_MAX) {
+      return InvalidArgument("--test-fault-every: " + test_fault_every + " is out of range (at least 1)");
+    }
+    result.test_fault_every = static_cast<int>(every);
+  }
   if (print_config) {
     result.exit_now = true;
     result.output = RenderConfigToml(result.config);

@@ -19,6 +19,7 @@ const char* ConveyorVersion();
 struct DaemonConfig {
   // [server]
   std::vector<ListenAddress> listen;      // empty → DefaultSocketPath() unix socket
+  std::string socket_group = "conveyor";  // unix sockets' group when it exists; "" = leave it
   bool allow_insecure_tcp = false;        // permit non-loopback TCP without TLS
   std::string tls_cert_file;              // PEM certificate chain: TLS on TCP listeners ("" = plaintext)
   std::string tls_key_file;               // PEM private key of tls_cert_file
@@ -88,14 +89,23 @@ struct CommandLine {
   bool exit_now = false;
   int exit_code = 0;
   std::string output;
+  // Test only: --test-fault-every N makes every Nth worker call fail with an injected
+  // INTERNAL error (WorkerOptions::test_fault), for the soak test's fault injection. Not
+  // in the config file or --help, and refused unless the environment has
+  // kAllowTestHooksEnv=1, so a stray flag cannot break a production daemon. 0: off.
+  int test_fault_every = 0;
 };
+
+// The environment variable that must be "1" for conveyord to accept its test-only flags.
+constexpr char kAllowTestHooksEnv[] = "CONVEYOR_ALLOW_TEST_HOOKS";
 
 // Flags: --config PATH (default: `default_config_path` when that file exists, else none;
 // --config "" reads none), --listen ADDR (repeatable; replaces the file's list),
 // --allow-insecure-tcp, --tls-cert-file, --tls-key-file, --tls-client-ca-file,
 // --auth-token-file, --metrics-listen, --log-level, --max-sessions, --workers,
 // --gpu-slots, --cpu-threads, --idle-timeout SECONDS, --drain-timeout SECONDS,
-// --print-config, --version, --help. Usage errors and bad values are INVALID_ARGUMENT;
+// --print-config, --version, --help; and the hidden, test-only --test-fault-every N
+// (see CommandLine::test_fault_every). Usage errors and bad values are INVALID_ARGUMENT;
 // a file that cannot be read or parsed gives that error.
 //
 //   auto cl = ParseCommandLine(argc, argv);

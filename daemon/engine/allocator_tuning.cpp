@@ -11,6 +11,12 @@ void TuneAllocatorForFrames() {
   // free memory at the top of the heap is returned only past 512 MiB.
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  // Two arenas in all. glibc's default (eight per core) let each of the many threads that
+  // touch frames (gRPC, sessions, decoders, workers) keep its own arena of freed frames:
+  // after load, idle RSS crept 3-8 % per soak round (tests/soak) and settled near 330 MiB
+  // on 2 cores; with two arenas, 228 MiB and flat, at the same frames/s. Frame-sized
+  // blocks are a few allocations a frame, so the arena locks are not contended.
+  mallopt(M_ARENA_MAX, 2);
 #endif
 }
 

@@ -124,15 +124,14 @@ StatusOr<DaemonMetrics> DaemonMetrics::Create(Registry& r, const BuildInfo& buil
                                    "kernels ran at once on different streams.",
                                    {"device"})));
   ASSIGN_OR_RETURN(m.pinned_allocated_,
-                   r.AddCallbackGauge(Spec("conveyor_pinned_memory_allocated_bytes",
-                                           "Pinned host memory the worker holds.", {"device"})));
+                   r.AddGauge(Spec("conveyor_pinned_memory_allocated_bytes",
+                                   "Pinned host memory the worker holds.", {"device"})));
   ASSIGN_OR_RETURN(m.pinned_in_use_,
-                   r.AddCallbackGauge(Spec("conveyor_pinned_memory_in_use_bytes",
-                                           "Pinned host memory holding frames in flight.",
-                                           {"device"})));
+                   r.AddGauge(Spec("conveyor_pinned_memory_in_use_bytes",
+                                   "Pinned host memory holding frames in flight.", {"device"})));
   ASSIGN_OR_RETURN(m.device_memory_used_,
-                   r.AddCallbackGauge(Spec("conveyor_device_memory_used_bytes",
-                                           "Device memory the worker has allocated.", {"device"})));
+                   r.AddGauge(Spec("conveyor_device_memory_used_bytes",
+                                   "Device memory the worker has allocated.", {"device"})));
   ASSIGN_OR_RETURN(m.worker_restarts_,
                    r.AddCounter(Spec("conveyor_worker_restarts_total",
                                      "Times a worker was restarted after a device error.",
@@ -147,6 +146,9 @@ StatusOr<DeviceMetrics> DaemonMetrics::ForDevice(const std::string& device) {
   ASSIGN_OR_RETURN(d.bytes_out, bytes_out_->WithLabels({device}));
   ASSIGN_OR_RETURN(d.worker_restarts, worker_restarts_->WithLabels({device}));
   ASSIGN_OR_RETURN(d.stream_overlap_ratio, stream_overlap_->WithLabels({device}));
+  ASSIGN_OR_RETURN(d.pinned_memory_allocated_bytes, pinned_allocated_->WithLabels({device}));
+  ASSIGN_OR_RETURN(d.pinned_memory_in_use_bytes, pinned_in_use_->WithLabels({device}));
+  ASSIGN_OR_RETURN(d.device_memory_used_bytes, device_memory_used_->WithLabels({device}));
   ASSIGN_OR_RETURN(d.frame_latency_seconds, frame_latency_->WithLabels({device}));
   for (size_t i = 0; i < kStageCount; ++i) {
     ASSIGN_OR_RETURN(d.stage_seconds[i],
@@ -167,22 +169,8 @@ StatusOr<ScopedCallback> DaemonMetrics::BindSessionsActive(std::function<double(
   return sessions_active_->Bind({}, std::move(fn));
 }
 
-StatusOr<std::vector<ScopedCallback>> DaemonMetrics::BindDeviceGauges(const std::string& device,
-                                                                      DeviceGaugeSources sources) {
-  std::vector<ScopedCallback> bindings;
-  const std::pair<CallbackGaugeFamily*, std::function<double()>*> all[] = {
-      {queue_depth_, &sources.queue_depth},
-      {pinned_allocated_, &sources.pinned_bytes_allocated},
-      {pinned_in_use_, &sources.pinned_bytes_in_use},
-      {device_memory_used_, &sources.device_memory_used_bytes},
-  };
-  for (const auto& [family, fn] : all) {
-    if (!*fn) continue;
-    // On an error the bindings made so far unbind as `bindings` goes away.
-    ASSIGN_OR_RETURN(ScopedCallback b, family->Bind({device}, std::move(*fn)));
-    bindings.push_back(std::move(b));
-  }
-  return bindings;
+StatusOr<ScopedCallback> DaemonMetrics::BindQueueDepth(const std::string& device, std::function<double()> fn) {
+  return queue_depth_->Bind({device}, std::move(fn));
 }
 
 }  // namespace conveyor::metrics

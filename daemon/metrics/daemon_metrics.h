@@ -41,18 +41,15 @@ struct DeviceMetrics {
   Counter* bytes_out = nullptr;
   Counter* worker_restarts = nullptr;
   Gauge* stream_overlap_ratio = nullptr;
+  // Set from Worker::Stats() by the daemon's once-a-second update, not read at scrape
+  // time: one Stats() call per worker a second whatever the scrape rate.
+  Gauge* pinned_memory_allocated_bytes = nullptr;  // pinned host memory held
+  Gauge* pinned_memory_in_use_bytes = nullptr;     // of that, in frames in flight
+  Gauge* device_memory_used_bytes = nullptr;
   Histogram* frame_latency_seconds = nullptr;
   std::array<Histogram*, kStageCount> stage_seconds{};
 
   Histogram& stage(Stage s) const { return *stage_seconds[static_cast<size_t>(s)]; }
-};
-
-// Read at scrape time for one device; an empty function leaves that gauge unbound.
-struct DeviceGaugeSources {
-  std::function<double()> queue_depth;             // frames waiting for the worker
-  std::function<double()> pinned_bytes_allocated;  // pinned host memory held
-  std::function<double()> pinned_bytes_in_use;     // of that, in frames in flight
-  std::function<double()> device_memory_used_bytes;
 };
 
 class DaemonMetrics {
@@ -79,10 +76,10 @@ class DaemonMetrics {
   }
 
   // Scrape-time gauges. Keep the returned bindings alive exactly as long as what the
-  // functions read (the session manager, the worker).
+  // functions read (the session manager, the scheduler).
   StatusOr<ScopedCallback> BindSessionsActive(std::function<double()> fn);
-  StatusOr<std::vector<ScopedCallback>> BindDeviceGauges(const std::string& device,
-                                                         DeviceGaugeSources sources);
+  // `fn`: frames waiting for the device's worker.
+  StatusOr<ScopedCallback> BindQueueDepth(const std::string& device, std::function<double()> fn);
 
   // Children of conveyor_frames_out_total, all devices together, before "other" takes over.
   static constexpr size_t kMaxRenditionsPerFamily = 256;
@@ -100,9 +97,9 @@ class DaemonMetrics {
   HistogramFamily* frame_latency_ = nullptr;
   CallbackGaugeFamily* sessions_active_ = nullptr;
   CallbackGaugeFamily* queue_depth_ = nullptr;
-  CallbackGaugeFamily* pinned_allocated_ = nullptr;
-  CallbackGaugeFamily* pinned_in_use_ = nullptr;
-  CallbackGaugeFamily* device_memory_used_ = nullptr;
+  GaugeFamily* pinned_allocated_ = nullptr;
+  GaugeFamily* pinned_in_use_ = nullptr;
+  GaugeFamily* device_memory_used_ = nullptr;
   std::array<Counter*, kFrameFailureCount> frames_failed_{};
   Counter* sessions_started_ = nullptr;
   std::array<Counter*, kSessionRejectionCount> sessions_rejected_{};

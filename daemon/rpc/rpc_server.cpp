@@ -1,13 +1,19 @@
 // gRPC server lifecycle (see rpc_server.h).
 #include "rpc_server.h"
 
+#include <errno.h>
+#include <grp.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstring>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <spdlog/spdlog.h>
 
 namespace conveyor {
 namespace {
@@ -38,6 +44,36 @@ StatusOr<std::shared_ptr<grpc::ServerCredentials>> TlsCredentials(const config::
   }
   options.pem_key_cert_pairs.push_back({std::move(key), std::move(cert)});
   return grpc::SslServerCredentials(options);
+}
+
+// Gives the unix socket at `path` to `group` (server.socket_group), owner unchanged, so
+// that the group's members may connect. Nothing here stops the daemon: a host without
+// the group (a developer's machine) is normal, and when chown fails the daemon's own
+// user can still connect.
+void GiveSocketToGroup(const std::string& path, const std::string& group) {
+  if (group.empty()) return;
+  // getgrnam_r, not getgrnam: gRPC's threads already run, and getgrnam's result is static.
+  struct group entry {};
+  struct group* found = nullptr;
+  std::vector<char> buffer(16384);
+  int err;
+  while ((err = getgrnam_r(group.c_str(), &entry, buffer.data(), buffer.size(), &found)) == ERANGE &&
+         buffer.size() < (1u << 24)) {
+    buffer.resize(buffer.size() * 2);
+  }
+  // Not found is 0 with no entry, or ENOENT or ESRCH from some NSS modules.
+  if (err != 0 && err != ENOENT && err != ESRCH) {
+    spdlog::warn("server.socket_group: looking up group '{}': {}; {} keeps its group", group, std::strerror(err),
+                 path);
+    return;
+  }
+  if (found == nullptr) {
+    spdlog::info("server.socket_group: no group '{}' on this host; {} keeps its group", group, path);
+    return;
+  }
+  if (chown(path.c_str(), static_cast<uid_t>(-1), found->gr_gid) != 0) {
+    spdlog::warn("server.socket_group: chown({}, group {}): {}", path, group, std::strerror(errno));
+  }
 }
 
 }  // namespace
@@ -88,6 +124,7 @@ StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(const config::DaemonConfig
       return Unavailable("could not bind " + listen[i].ToString());
     }
     if (listen[i].kind == config::ListenAddress::Kind::kUnix) {
+      GiveSocketToGroup(listen[i].path, config.socket_group);
       chmod(listen[i].path.c_str(), 0660);  // owner and group (see the systemd unit)
       rpc->endpoints_.push_back(listen[i].GrpcTarget());
     } else {

@@ -39,13 +39,12 @@ void TranscodeReactor::OnReadDone(bool ok) {
       Close(InvalidArgument("spec: the first request must carry a JobSpec"));
       return;
     }
-    StatusOr<std::shared_ptr<Session>> created = manager_->Create(request_.spec());
+    StatusOr<std::shared_ptr<Session>> created = manager_->Create(request_.spec(), caller_.owner);
     if (!created.ok()) {
       Close(created.status());
       return;
     }
     session_ = std::move(created).value();
-    session_->set_owner(caller_.owner);
     session_->Start(this);
     ReadNext();
     return;

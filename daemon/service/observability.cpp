@@ -21,14 +21,11 @@ StatusOr<std::unique_ptr<Observability>> Observability::Create(Scheduler* schedu
     ASSIGN_OR_RETURN(metrics::DeviceMetrics d, o->daemon_->ForDevice(label));
     o->context_.devices.push_back(d);
     o->context_.device_labels.push_back(label);
-    Worker* worker = w.worker.get();
-    metrics::DeviceGaugeSources sources;
-    sources.queue_depth = [scheduler, i] { return static_cast<double>(scheduler->Load(i).queued); };
-    sources.pinned_bytes_allocated = [worker] { return static_cast<double>(worker->Stats().pinned_bytes); };
-    sources.pinned_bytes_in_use = [worker] { return static_cast<double>(worker->Stats().pinned_in_use_bytes); };
-    sources.device_memory_used_bytes = [worker] { return static_cast<double>(worker->Stats().device_bytes); };
-    ASSIGN_OR_RETURN(std::vector<metrics::ScopedCallback> b, o->daemon_->BindDeviceGauges(label, std::move(sources)));
-    for (auto& binding : b) o->bindings_.push_back(std::move(binding));
+    ASSIGN_OR_RETURN(metrics::ScopedCallback queued,
+                     o->daemon_->BindQueueDepth(label, [scheduler, i] {
+                       return static_cast<double>(scheduler->Load(i).queued);
+                     }));
+    o->bindings_.push_back(std::move(queued));
     o->restarts_seen_.push_back(0);
   }
   o->updater_ = std::thread([p = o.get()] { p->UpdateLoop(); });
@@ -60,17 +57,22 @@ void Observability::Stop() {
   if (updater_.joinable()) updater_.join();
 }
 
-// Workers report overlap as a ratio and restarts as a running total: the gauge is set
-// and the counter advanced by the difference, once a second.
+// Worker::Stats() is not free (a GPU worker recomputes its overlap ratio), so it is read
+// once a second here rather than at each scrape: the gauges are set from it and the
+// restart counter advanced by the difference from the worker's running total.
 void Observability::UpdateLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
     lock.unlock();
     for (int i = 0; i < scheduler_->num_workers(); ++i) {
       const WorkerStats st = scheduler_->worker(i).worker->Stats();
-      context_.devices[i].stream_overlap_ratio->Set(st.overlap_ratio);
+      const metrics::DeviceMetrics& d = context_.devices[i];
+      d.stream_overlap_ratio->Set(st.overlap_ratio);
+      d.pinned_memory_allocated_bytes->Set(static_cast<double>(st.pinned_bytes));
+      d.pinned_memory_in_use_bytes->Set(static_cast<double>(st.pinned_in_use_bytes));
+      d.device_memory_used_bytes->Set(static_cast<double>(st.device_bytes));
       if (st.restarts > restarts_seen_[i]) {
-        context_.devices[i].worker_restarts->Inc(st.restarts - restarts_seen_[i]);
+        d.worker_restarts->Inc(st.restarts - restarts_seen_[i]);
         restarts_seen_[i] = st.restarts;
       }
     }

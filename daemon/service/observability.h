@@ -1,7 +1,7 @@
 // conveyord's metrics and HTTP probes, wired to the engine: the registry and the daemon's
 // metric catalogue, one set of device handles per worker, scrape-time gauges read from
-// the workers and the session manager, a once-a-second update of what the workers only
-// report cumulatively (overlap, restarts), and the /metrics, /healthz, /readyz endpoint.
+// the scheduler and the session manager, a once-a-second update from each worker's
+// Stats() (memory, overlap, restarts), and the /metrics, /healthz, /readyz endpoint.
 #pragma once
 
 #include <atomic>

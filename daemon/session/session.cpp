@@ -31,9 +31,10 @@ Status AsInputError(const Status& s) {
 
 }  // namespace
 
-Session::Session(std::string id, Job job, SessionOptions options, std::shared_ptr<Lane> lane,
+Session::Session(std::string id, std::string owner, Job job, SessionOptions options, std::shared_ptr<Lane> lane,
                  std::string worker_name, std::string backend)
     : id_(std::move(id)),
+      owner_(std::move(owner)),
       job_(std::move(job)),
       options_(options),
       lane_(std::move(lane)),
@@ -275,6 +276,9 @@ Status Session::RunContainer() {
   o.format = job_.format_hint;
   o.threads = options_.decode_threads;
   o.audio = job_.audio;
+  // Pictures past the size limit are refused before FFmpeg allocates them; the exact
+  // per-dimension check follows in BeginOutput.
+  o.max_pixels = static_cast<int64_t>(options_.limits.max_width) * options_.limits.max_height;
   StatusOr<std::unique_ptr<media::ContainerDecoder>> opened = media::ContainerDecoder::Open(&bytes_, o);
   if (!opened.ok()) return AsInputError(opened.status());
   std::unique_ptr<media::ContainerDecoder> decoder = std::move(opened).value();
@@ -357,6 +361,9 @@ Status Session::RunRaw() {
       }
       frame = std::move(raw_frames_.front());
       raw_frames_.pop_front();
+      // Counted under raw_mu_ with the pop: TryPushFrameChunk names a frame by
+      // frames_in_ + raw_frames_.size(), which must not see the frame in neither.
+      frames_in_++;
       resume = raw_refused_;
       raw_refused_ = false;
     }
@@ -364,7 +371,6 @@ Status Session::RunRaw() {
       std::lock_guard<std::recursive_mutex> lock(sink_mu_);
       if (sink_ != nullptr && !closed_) sink_->ResumeReading();
     }
-    frames_in_++;
     meter_.FrameIn();
     ASSIGN_OR_RETURN(FrameView view, MakePackedFrameView(frame.data->data(), frame.data->size(), job_.raw_width,
                                                          job_.raw_height, job_.raw_format, job_.raw_matrix,

@@ -61,8 +61,10 @@ struct SessionOptions {
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(std::string id, Job job, SessionOptions options, std::shared_ptr<Lane> lane, std::string worker_name,
-          std::string backend);
+  // `owner`: who started the session (the rpc layer's caller identity; "" without token
+  // auth). Fixed at construction so List and Cancel never see a session without one.
+  Session(std::string id, std::string owner, Job job, SessionOptions options, std::shared_ptr<Lane> lane,
+          std::string worker_name, std::string backend);
   ~Session();
 
   // Starts the pipeline thread; responses go to `sink` until DetachSink().
@@ -87,15 +89,7 @@ class Session : public std::enable_shared_from_this<Session> {
   const std::string& id() const { return id_; }
   const std::string& label() const { return job_.label; }
   const std::string& worker_name() const { return worker_name_; }
-  // Who started the session (the rpc layer's caller identity; "" without token auth).
-  void set_owner(std::string owner) {
-    std::lock_guard<std::mutex> lock(owner_mu_);
-    owner_ = std::move(owner);
-  }
-  std::string owner() const {
-    std::lock_guard<std::mutex> lock(owner_mu_);
-    return owner_;
-  }
+  const std::string& owner() const { return owner_; }
   std::chrono::system_clock::time_point started_at() const { return started_wall_; }
   uint64_t frames_in() const { return frames_in_.load(); }
   uint64_t frames_out() const { return frames_out_.load(); }
@@ -119,14 +113,13 @@ class Session : public std::enable_shared_from_this<Session> {
   void Fail(Status status);
 
   const std::string id_;
+  const std::string owner_;
   const Job job_;
   const SessionOptions options_;
   const std::shared_ptr<Lane> lane_;
   const std::string worker_name_, backend_;
   const std::chrono::system_clock::time_point started_wall_ = std::chrono::system_clock::now();
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
-  mutable std::mutex owner_mu_;
-  std::string owner_;
 
   std::recursive_mutex sink_mu_;  // recursive: a sink call may cancel the session, which calls back
   SessionSink* sink_ = nullptr;

@@ -33,7 +33,7 @@ SessionManager::~SessionManager() {
   reaper_.join();
 }
 
-StatusOr<std::shared_ptr<Session>> SessionManager::Create(const v1::JobSpec& spec) {
+StatusOr<std::shared_ptr<Session>> SessionManager::Create(const v1::JobSpec& spec, std::string owner) {
   SessionOptions options;  // one snapshot, so a reload cannot split a session's options
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -61,8 +61,8 @@ StatusOr<std::shared_ptr<Session>> SessionManager::Create(const v1::JobSpec& spe
   std::shared_ptr<Lane> lane = scheduler_->Attach(options.queue_frames);
   const WorkerSlot& w = scheduler_->worker(lane->worker_index());
   std::string id = NewSessionId();
-  auto session = std::make_shared<Session>(id, std::move(job), options, std::move(lane), w.worker->Describe(),
-                                           w.backend);
+  auto session = std::make_shared<Session>(id, std::move(owner), std::move(job), options, std::move(lane),
+                                           w.worker->Describe(), w.backend);
   sessions_.emplace(id, session);
   spdlog::info("session {}: started on {}{}{}", id, w.worker->Describe(), session->label().empty() ? "" : ", label ",
                session->label());

@@ -27,9 +27,10 @@ class SessionManager {
   SessionManager(Scheduler* scheduler, SessionOptions options, SessionLimits limits);
   ~SessionManager();
 
-  // INVALID_ARGUMENT for a bad spec, RESOURCE_EXHAUSTED at the session cap, UNAVAILABLE
-  // while draining.
-  StatusOr<std::shared_ptr<Session>> Create(const v1::JobSpec& spec);
+  // `owner` is the caller's identity (Caller::owner), kept by the session for List and
+  // Cancel. INVALID_ARGUMENT for a bad spec, RESOURCE_EXHAUSTED at the session cap,
+  // UNAVAILABLE while draining.
+  StatusOr<std::shared_ptr<Session>> Create(const v1::JobSpec& spec, std::string owner);
   void Remove(const std::string& id);
   std::vector<std::shared_ptr<Session>> List() const;
   Status Cancel(const std::string& id);

@@ -383,5 +383,29 @@ TEST(CommandLine, HelpVersionAndPrintConfigExitNow) {
   EXPECT_EQ(print->output, RenderConfigToml(expected));
 }
 
+// The soak test's fault hook: hidden from --help, off unless the environment allows test
+// hooks, and a positive integer when it is on.
+TEST(CommandLine, TestFaultFlagNeedsTheEnvironmentAndIsHidden) {
+  const std::string none = "/nonexistent/conveyord.toml";
+  unsetenv(kAllowTestHooksEnv);
+  auto off = Parse({}, none);
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->test_fault_every, 0);
+  ExpectError(Parse({"--test-fault-every", "5"}, none).status(), StatusCode::kInvalidArgument,
+              {"--test-fault-every", kAllowTestHooksEnv});
+  setenv(kAllowTestHooksEnv, "1", 1);
+  auto on = Parse({"--test-fault-every", "5"}, none);
+  ASSERT_TRUE(on.ok()) << on.status().ToString();
+  EXPECT_EQ(on->test_fault_every, 5);
+  ExpectError(Parse({"--test-fault-every", "0"}, none).status(), StatusCode::kInvalidArgument,
+              {"--test-fault-every", "out of range"});
+  ExpectError(Parse({"--test-fault-every", "x"}, none).status(), StatusCode::kInvalidArgument,
+              {"--test-fault-every", "not an integer"});
+  unsetenv(kAllowTestHooksEnv);
+  auto help = Parse({"--help"}, none);
+  ASSERT_TRUE(help.ok());
+  EXPECT_EQ(help->output.find("--test-fault-every"), std::string::npos) << help->output;
+}
+
 }  // namespace
 }  // namespace conveyor::config

@@ -1,8 +1,12 @@
 // The Transcode test client (see transcode_client.h).
 #include "transcode_client.h"
 
+#include <condition_variable>
 #include <fstream>
+#include <mutex>
 #include <thread>
+
+#include <grpcpp/generic/generic_stub.h>
 
 namespace conveyor::e2e {
 
@@ -76,6 +80,48 @@ bool SendRawFrame(TranscodeStream* s, const std::vector<uint8_t>& bytes, int64_t
     if (!s->Write(r)) return false;
   }
   return true;
+}
+
+HealthCheckOutcome CheckHealth(const std::shared_ptr<grpc::Channel>& channel, const std::string& service,
+                               double deadline_s) {
+  // HealthCheckRequest{service}: field 1, length-delimited; the empty request for "".
+  std::string request;
+  if (!service.empty()) {
+    request.push_back(0x0a);
+    request.push_back(static_cast<char>(service.size()));
+    request += service;
+  }
+  grpc::Slice slice(request);
+  grpc::ByteBuffer in(&slice, 1), reply;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                           std::chrono::duration<double>(deadline_s)));
+  grpc::GenericStub generic(channel);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  HealthCheckOutcome out;
+  // The generic stub's unary call has only the callback form.
+  generic.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &in, &reply,
+                    [&](grpc::Status s) {
+                      std::lock_guard<std::mutex> lock(mu);
+                      out.status = std::move(s);
+                      done = true;
+                      cv.notify_all();
+                    });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return done; });
+  }
+  if (!out.status.ok()) return out;
+  std::vector<grpc::Slice> slices;
+  if (grpc::Status dumped = reply.Dump(&slices); !dumped.ok()) {
+    out.status = dumped;
+    return out;
+  }
+  for (const grpc::Slice& s : slices) out.reply.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  return out;
 }
 
 }  // namespace conveyor::e2e

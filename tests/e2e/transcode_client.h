@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -48,5 +49,16 @@ bool SendFileChunks(TranscodeStream* stream, const std::string& path, size_t chu
 
 // Sends one raw frame as frame_chunk messages of at most `chunk` bytes.
 bool SendRawFrame(TranscodeStream* stream, const std::vector<uint8_t>& bytes, int64_t pts, size_t chunk = 1 << 20);
+
+struct HealthCheckOutcome {
+  grpc::Status status;
+  // The serialized grpc.health.v1.HealthCheckResponse: {status: SERVING} is 08 01.
+  std::string reply;
+};
+
+// Calls grpc.health.v1.Health/Check for `service` ("": the whole server) through a generic
+// stub, so the tests need no generated code for the health proto.
+HealthCheckOutcome CheckHealth(const std::shared_ptr<grpc::Channel>& channel, const std::string& service,
+                               double deadline_s = 10);
 
 }  // namespace conveyor::e2e

@@ -43,7 +43,7 @@ PromtoolResult CheckMetrics(const std::string& text) {
 }
 
 // Renders a catalogue with every series present: two devices, renditions, all reasons,
-// every callback bound and every histogram observed.
+// every gauge set or bound and every histogram observed.
 std::string PopulatedScrape(Registry& r) {
   StatusOr<DaemonMetrics> m = DaemonMetrics::Create(r, {"0.3.0", "nvidia"});
   if (!m.ok()) return "create: " + m.status().ToString();
@@ -56,18 +56,16 @@ std::string PopulatedScrape(Registry& r) {
     d.bytes_out->Inc(1 << 18);
     d.worker_restarts->Inc();
     d.stream_overlap_ratio->Set(0.75);
+    d.pinned_memory_allocated_bytes->Set(64.0 * 1024 * 1024);
+    d.pinned_memory_in_use_bytes->Set(8.0 * 1024 * 1024);
+    d.device_memory_used_bytes->Set(512.0 * 1024 * 1024);
     d.frame_latency_seconds->Observe(0.02);
     for (size_t s = 0; s < kStageCount; ++s) d.stage_seconds[s]->Observe(1e-4 * (s + 1));
     m->FramesOut(device, "1920x1080").value()->Inc(10);
     m->FramesOut(device, "640x360").value()->Inc(10);
-    DeviceGaugeSources src;
-    src.queue_depth = [] { return 2.0; };
-    src.pinned_bytes_allocated = [] { return 64.0 * 1024 * 1024; };
-    src.pinned_bytes_in_use = [] { return 8.0 * 1024 * 1024; };
-    src.device_memory_used_bytes = [] { return 512.0 * 1024 * 1024; };
-    StatusOr<std::vector<ScopedCallback>> bound = m->BindDeviceGauges(device, std::move(src));
+    StatusOr<ScopedCallback> bound = m->BindQueueDepth(device, [] { return 2.0; });
     if (!bound.ok()) return "bind: " + bound.status().ToString();
-    for (ScopedCallback& b : bound.value()) keep.push_back(std::move(b));
+    keep.push_back(std::move(bound).value());
   }
   for (size_t i = 0; i < kFrameFailureCount; ++i) m->FramesFailed(static_cast<FrameFailure>(i)).Inc();
   m->SessionsStarted().Inc(5);
@@ -140,20 +138,34 @@ TEST(DaemonMetrics, RenditionsPastTheCapCountAsOther) {
   EXPECT_NE(overflow, m.FramesOut("cpu", "1x16").value());
 }
 
-TEST(DaemonMetrics, DeviceGaugesUnbindWithTheirBindings) {
+TEST(DaemonMetrics, QueueDepthUnbindsWithItsBinding) {
   Registry r;
   DaemonMetrics m = DaemonMetrics::Create(r, {"v", "off"}).value();
   {
-    DeviceGaugeSources src;
-    src.queue_depth = [] { return 1.0; };  // the others stay unbound
-    StatusOr<std::vector<ScopedCallback>> b = m.BindDeviceGauges("cpu", std::move(src));
+    StatusOr<ScopedCallback> b = m.BindQueueDepth("cpu", [] { return 1.0; });
     ASSERT_TRUE(b.ok()) << b.status().ToString();
-    EXPECT_EQ(b->size(), 1u);
     const std::string text = RenderText(r);
     EXPECT_NE(text.find("conveyor_queue_depth{device=\"cpu\"} 1\n"), std::string::npos) << text;
+    // The memory gauges are ForDevice's children, not bindings: none here.
     EXPECT_EQ(text.find("conveyor_pinned_memory_in_use_bytes"), std::string::npos) << text;
   }
   EXPECT_EQ(RenderText(r).find("conveyor_queue_depth"), std::string::npos);
+}
+
+TEST(DaemonMetrics, MemoryGaugesExistAtZeroFromForDevice) {
+  // Set once a second by the daemon; until the first update they read 0, not nothing.
+  Registry r;
+  DaemonMetrics m = DaemonMetrics::Create(r, {"v", "off"}).value();
+  DeviceMetrics d = m.ForDevice("gpu1").value();
+  std::string text = RenderText(r);
+  for (const char* line : {"conveyor_pinned_memory_allocated_bytes{device=\"gpu1\"} 0\n",
+                           "conveyor_pinned_memory_in_use_bytes{device=\"gpu1\"} 0\n",
+                           "conveyor_device_memory_used_bytes{device=\"gpu1\"} 0\n"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << "missing: " << line << "in:\n" << text;
+  }
+  d.device_memory_used_bytes->Set(4096);
+  text = RenderText(r);
+  EXPECT_NE(text.find("conveyor_device_memory_used_bytes{device=\"gpu1\"} 4096\n"), std::string::npos) << text;
 }
 
 }  // namespace

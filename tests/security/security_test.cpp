@@ -7,7 +7,6 @@
 #include <thread>
 #include <vector>
 
-#include <grpcpp/generic/generic_stub.h>
 #include <gtest/gtest.h>
 
 #include "conveyor/v1/transcoder.grpc.pb.h"
@@ -23,7 +22,9 @@
 namespace conveyor::security_test {
 namespace {
 
+using e2e::CheckHealth;
 using e2e::DaemonProcess;
+using e2e::HealthCheckOutcome;
 using e2e::RunTranscode;
 using e2e::Shell;
 using e2e::TranscodeCall;
@@ -222,24 +223,8 @@ TEST_F(Tokens, AMissingOrWrongTokenIsUnauthenticatedAndTheRightOneWorks) {
 }
 
 TEST_F(Tokens, HealthCheckNeedsNoToken) {
-  grpc::GenericStub generic(As(""));
-  grpc::Slice slice(std::string{});  // HealthCheckRequest{service: ""}
-  grpc::ByteBuffer in(&slice, 1), reply;
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  grpc::Status st;
-  generic.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &in, &reply, [&](grpc::Status s) {
-    std::lock_guard<std::mutex> lock(mu);
-    st = s;
-    done = true;
-    cv.notify_all();
-  });
-  std::unique_lock<std::mutex> lock(mu);
-  cv.wait(lock, [&] { return done; });
-  EXPECT_TRUE(st.ok()) << st.error_message();
+  const HealthCheckOutcome health = CheckHealth(As(""), "", 5);
+  EXPECT_TRUE(health.status.ok()) << health.status.error_message();
 }
 
 // A session that stays open until released.

@@ -1,0 +1,108 @@
+// Reading the soak daemon's state (see daemon_probe.h).
+#include "daemon_probe.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <httplib.h>
+
+namespace conveyor::soak {
+
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+StatusOr<v1::ServerStatus> GetServerStatus(v1::Transcoder::Stub* stub) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  v1::ServerStatus status;
+  const grpc::Status s = stub->GetServerStatus(&ctx, v1::GetServerStatusRequest(), &status);
+  if (!s.ok()) return Unavailable("GetServerStatus: " + s.error_message());
+  return status;
+}
+
+StatusOr<std::optional<v1::SessionInfo>> FindSession(v1::Transcoder::Stub* stub, const std::string& id) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  v1::ListSessionsResponse list;
+  const grpc::Status s = stub->ListSessions(&ctx, v1::ListSessionsRequest(), &list);
+  if (!s.ok()) return Unavailable("ListSessions: " + s.error_message());
+  for (const v1::SessionInfo& info : list.sessions()) {
+    if (info.session_id() == id) return std::optional<v1::SessionInfo>(info);
+  }
+  return std::optional<v1::SessionInfo>();
+}
+
+uint64_t WorkerCalls(const v1::ServerStatus& status) {
+  if (status.workers_size() == 0) return 0;
+  return status.workers(0).frames_done() + status.workers(0).frames_failed();
+}
+
+StatusOr<v1::ServerStatus> WaitForQuiet(v1::Transcoder::Stub* stub, double timeout_s) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  uint64_t last_calls = UINT64_MAX;
+  int steady = 0;
+  v1::ServerStatus status;
+  while (std::chrono::steady_clock::now() < give_up) {
+    ASSIGN_OR_RETURN(status, GetServerStatus(stub));
+    const bool idle = status.sessions_active() == 0 && status.workers_size() > 0 &&
+                      status.workers(0).sessions() == 0 && status.workers(0).queue_depth() == 0;
+    const uint64_t calls = WorkerCalls(status);
+    steady = idle && calls == last_calls ? steady + 1 : 0;
+    last_calls = calls;
+    if (steady >= 3) return status;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return Status(StatusCode::kDeadlineExceeded,
+                "the daemon did not go quiet within " + std::to_string(timeout_s) + " s: " +
+                    std::to_string(status.sessions_active()) + " sessions active, worker lanes " +
+                    std::to_string(status.workers_size() ? status.workers(0).sessions() : 0));
+}
+
+StatusOr<std::map<std::string, double>> ScrapeMetrics(int port) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_connection_timeout(2);
+  client.set_read_timeout(5);
+  const auto reply = client.Get("/metrics");
+  if (!reply) return Unavailable("GET /metrics on port " + std::to_string(port) + ": no answer");
+  if (reply->status != 200) return Unavailable("GET /metrics: HTTP " + std::to_string(reply->status));
+  std::map<std::string, double> sums;
+  std::istringstream lines(reply->body);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t name_end = line.find_first_of("{ ");
+    const size_t value_at = line.rfind(' ');
+    if (name_end == std::string::npos || value_at == std::string::npos) continue;
+    sums[line.substr(0, name_end)] += std::strtod(line.c_str() + value_at + 1, nullptr);
+  }
+  return sums;
+}
+
+bool ProcessAlive(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string pid_field, comm, state;
+  // comm is "(conveyord)": no spaces in it.
+  if (!(in >> pid_field >> comm >> state)) return false;
+  return state != "Z" && state != "X";
+}
+
+}  // namespace conveyor::soak

@@ -1,0 +1,42 @@
+// What the soak test reads from the running daemon besides its streams: GetServerStatus,
+// ListSessions, the Prometheus exposition on its metrics endpoint, and a wait until it has
+// nothing left in flight.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "conveyor/v1/transcoder.grpc.pb.h"
+#include "status.h"
+
+namespace conveyor::soak {
+
+// A loopback TCP port nobody listens on right now (for --metrics-listen).
+int FreePort();
+
+StatusOr<v1::ServerStatus> GetServerStatus(v1::Transcoder::Stub* stub);
+
+// The session `id` as ListSessions shows it; nullopt once it is gone; an error when the
+// call fails.
+StatusOr<std::optional<v1::SessionInfo>> FindSession(v1::Transcoder::Stub* stub, const std::string& id);
+
+// Worker 0's frames done + failed: the CPU worker asks its fault hook once per frame it
+// takes, so this is how many times the hook has been asked.
+uint64_t WorkerCalls(const v1::ServerStatus& status);
+
+// Waits until no session is active, worker 0 has no lanes and no queued frames, and its
+// frame counters have stopped moving (a failed session's last frames may still be in
+// the worker after its stream ended). Returns the status seen then.
+StatusOr<v1::ServerStatus> WaitForQuiet(v1::Transcoder::Stub* stub, double timeout_s);
+
+// GET /metrics: each family's value summed over its label sets ("conveyor_queue_depth").
+// Histograms show as their _count and _sum series.
+StatusOr<std::map<std::string, double>> ScrapeMetrics(int port);
+
+// The process is alive and not a zombie (it has not exited, so it never restarted).
+bool ProcessAlive(pid_t pid);
+
+}  // namespace conveyor::soak

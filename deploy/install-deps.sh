@@ -14,6 +14,8 @@ packages=(
 )
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(libgtest-dev libgmock-dev prometheus dpkg-dev fakeroot openssl)
+  # tests/fuzz: clang with libFuzzer and the sanitizer runtimes, llvm-symbolizer for traces.
+  packages+=(clang-15 libclang-common-15-dev llvm-15)
 fi
 
 missing=()

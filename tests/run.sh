@@ -8,7 +8,10 @@
 #   nvidia                  when nvcc is present: the same, compile-only where there is
 #                           no NVIDIA GPU
 #   asan                    CPU build with AddressSanitizer + UBSan; the full suite
-#   tsan                    CPU build with ThreadSanitizer; the engine and thread-pool tests
+#   tsan                    CPU build with ThreadSanitizer; the engine, worker, thread-pool
+#                           and session tests (tests/session: sessions without gRPC); only
+#                           their targets are built
+#   fuzz                    clang-15 libFuzzer targets with ASan + UBSan, 45 s each (tests/fuzz/)
 #   package                 from the cpu build: the .deb (installed, checked and purged;
 #                           needs root) and the portable bundle (tests/package/)
 set -euo pipefail
@@ -33,17 +36,21 @@ build() {
   echo "=== build $flavour: $((SECONDS - start)) s ==="
 }
 
-# A CPU build with sanitizers, in build/<name>.
+# A CPU build with sanitizers, in build/<name>: further arguments go to the configure, and
+# any after a `--` to the build (e.g. -- --target a b).
 build_sanitized() {
   local name=$1 flags=$2
   shift 2
+  local configure=()
+  while (($#)) && [[ $1 != -- ]]; do configure+=("$1"); shift; done
+  (($#)) && shift
   local log="build/configure-$name.log"
   mkdir -p build
   cmake -S "$root" -B "build/$name" -G Ninja -DCONVEYOR_GPU=off -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    "-DCMAKE_CXX_FLAGS=$flags -fno-omit-frame-pointer" "-DCMAKE_EXE_LINKER_FLAGS=$flags" "$@" >"$log" 2>&1 \
+    "-DCMAKE_CXX_FLAGS=$flags -fno-omit-frame-pointer" "-DCMAKE_EXE_LINKER_FLAGS=$flags" "${configure[@]}" >"$log" 2>&1 \
     || { cat "$log"; return 1; }
   local start=$SECONDS
-  cmake --build "build/$name" -j "$jobs"
+  cmake --build "build/$name" -j "$jobs" "$@"
   echo "=== build $name: $((SECONDS - start)) s ==="
 }
 
@@ -68,19 +75,28 @@ echo "=== ctest: asan ==="
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 ctest --test-dir build/asan -j "$jobs" --output-on-failure --timeout 900
 
 echo "=== build: tsan (ThreadSanitizer) ==="
-build_sanitized tsan "-fsanitize=thread" -DCONVEYOR_BUILD_DAEMON=OFF  # runs the engine tests only
+# Configured with the daemon (the session tests need its session, media and protobuf
+# libraries; ON spelled out, as a build/tsan from before cached OFF), but only the tested
+# targets are built: no conveyord, gRPC server or end-to-end tests. The session tests'
+# FFmpeg suppressions: tests/session/tsan.supp.
+build_sanitized tsan "-fsanitize=thread" -DCONVEYOR_BUILD_DAEMON=ON -- --target unit_tests worker_test session_test
 # GCC 12's TSan runtime cannot map its shadow memory under the highest mmap
 # randomisation some kernels use; lower it where we may (we run as root in CI).
 if ! build/tsan/tests/unit/unit_tests --gtest_filter='Status*' >/dev/null 2>&1; then
   sysctl -w vm.mmap_rnd_bits=28 >/dev/null 2>&1 || true
 fi
 if build/tsan/tests/unit/unit_tests --gtest_filter='Status*' >/dev/null 2>&1; then
-  echo "=== ctest: tsan (engine and thread pool) ==="
+  echo "=== ctest: tsan (engine, thread pool and sessions) ==="
   TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build/tsan -j "$jobs" --output-on-failure --timeout 900 \
-    -R 'worker\.|unit\.ThreadPool|unit\.StageColor|unit\.Scheduler|unit\.Heartbeat|unit\.StreamOverlap'
+    -R '^(worker|session)\.|^unit\.(ThreadPool|StageColor|Scheduler|Heartbeat|StreamOverlap)'
 else
   echo "=== tsan: SKIPPED, its runtime cannot start on this kernel ($(uname -r), vm.mmap_rnd_bits=$(cat /proc/sys/vm/mmap_rnd_bits)) ==="
 fi
+
+# libFuzzer targets (clang-15, ASan + UBSan) from their seed corpora, 45 s each; prints
+# the executions of each and fails on any crash (tests/fuzz/run_fuzzers.sh).
+echo "=== fuzz: libFuzzer targets, 45 s each ==="
+JOBS=$jobs tests/fuzz/run_fuzzers.sh 45
 
 # The GPU flavours build the daemon's own code once more only to link conveyord (its
 # sources are the same in every flavour; what differs is the engine under it).

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (clang-15, ASan + UBSan, build/fuzz) and runs each for
+# SECONDS (default 60), starting from a copy of its committed seed corpus, after replaying
+# its reproducers in tests/fuzz/regressions/<target>/. Fails if any target crashes, leaks,
+# times out or runs out of memory; the input that did it is left in build/fuzz/artifacts/.
+#   tests/fuzz/run_fuzzers.sh [SECONDS] [TARGET...]
+# JOBS sets the build's parallelism (default: nproc).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$(pwd)
+seconds=${1:-60}
+shift || true
+targets=("$@")
+[[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_job_spec fuzz_container_input fuzz_raw_frames fuzz_encoder)
+
+# Inputs past these sizes only slow a target down: a spec is a few hundred bytes, a raw
+# stream of small frames or a container of a few tiny frames fits in 64 KiB, and the
+# encoder repeats its pixel bytes to fill the frame.
+declare -A max_len=([fuzz_job_spec]=4096 [fuzz_container_input]=65536 [fuzz_raw_frames]=65536 [fuzz_encoder]=4096)
+
+build=build/fuzz
+flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+mkdir -p "$build"
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_C_COMPILER=clang-15 -DCMAKE_CXX_COMPILER=clang++-15 \
+  -DCONVEYOR_GPU=off -DCONVEYOR_BUILD_FUZZERS=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  "-DCMAKE_C_FLAGS=$flags" "-DCMAKE_CXX_FLAGS=$flags" >"$build/configure.log" 2>&1 \
+  || { cat "$build/configure.log"; exit 1; }
+start=$SECONDS
+cmake --build "$build" -j "${JOBS:-$(nproc)}" --target "${targets[@]}"
+echo "=== fuzz: build $((SECONDS - start)) s ==="
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+command -v llvm-symbolizer-15 >/dev/null && export ASAN_SYMBOLIZER_PATH=$(command -v llvm-symbolizer-15)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$build/artifacts"
+
+summary=()
+failed=0
+for t in "${targets[@]}"; do
+  bin="$build/tests/fuzz/$t"
+  log="$build/$t.log"
+  common=(-rss_limit_mb=2048 -timeout=30 -max_len="${max_len[$t]}" -artifact_prefix="$build/artifacts/$t-")
+  # Reproducers of fixed bugs first: each file runs once and must pass.
+  if compgen -G "tests/fuzz/regressions/$t/*" >/dev/null; then
+    if ! "$bin" "${common[@]}" tests/fuzz/regressions/"$t"/* >"$log.regressions" 2>&1; then
+      tail -40 "$log.regressions"
+      summary+=("$(printf '%-22s regression reproducer failed (see %s)' "$t" "$log.regressions")")
+      failed=1
+      continue
+    fi
+  fi
+  corpus="$work/$t"
+  mkdir -p "$corpus"
+  cp tests/fuzz/corpus/"$t"/* "$corpus"/
+  echo "=== fuzz: $t for $seconds s ==="
+  status=0
+  "$bin" "${common[@]}" -max_total_time="$seconds" -print_final_stats=1 "$corpus" >"$log" 2>&1 || status=$?
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  runs=${runs:-0}
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 || true)
+  if [[ $status -ne 0 ]]; then
+    tail -60 "$log"
+    summary+=("$(printf '%-22s FAILED (exit %d) after %s execs; input: %s' "$t" "$status" "$runs" \
+      "$(ls -t "$build"/artifacts/"$t"-* 2>/dev/null | head -1)")")
+    failed=1
+  else
+    summary+=("$(printf '%-22s %10s execs  %6s exec/s  %s  corpus %d files' "$t" "$runs" "${rate:-?}" "$cov" \
+      "$(ls "$corpus" | wc -l)")")
+  fi
+done
+
+echo "=== fuzz: summary ($seconds s per target) ==="
+printf '%s\n' "${summary[@]}"
+exit $failed

@@ -1,8 +1,10 @@
 // conveyor-bench-daemon: N concurrent Transcode streams against a conveyord it starts,
 // reporting frames/s, per-frame latency (raw mode), time to first frame and the daemon's
 // RSS, against ffmpeg's own MJPEG encoder on the same input and host, in the same run,
-// at a matched output size. A separate binary from conveyor-bench, which must stay free
-// of gRPC so that it runs on the GPU host as built.
+// at a matched output size. The reference is the ffmpeg CLI where there is one, or
+// conveyor-bench-libav-mjpeg (the CLI's pipeline on libav* alone) on a host without it.
+// A separate binary from conveyor-bench, which must stay free of gRPC so that it runs on
+// the GPU host as built.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -41,7 +43,12 @@ struct Options {
   std::string raw_file;  // raw: frames already decoded (a host without ffmpeg, e.g. the GPU host)
   bool lockstep = false;  // raw: one frame in flight per session (gRPC overhead)
   int ffmpeg_threads = 0;
+  std::string reference = "auto";  // auto | ffmpeg | libav | none
+  std::string reference_bin;       // libav: the conveyor-bench-libav-mjpeg binary
 };
+
+// Which program the reference numbers come from; printed with them.
+enum class Reference { kNone, kFfmpegCli, kLibav };
 
 std::vector<uint8_t> ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -139,14 +146,16 @@ SessionResult RunSession(v1::Transcoder::Stub* stub, const Options& o, const std
   return res;
 }
 
-// ffmpeg's MJPEG encoder on the same input: frames/s and bytes per frame at -q:v q.
+// ffmpeg's MJPEG encoder on the same input: frames/s and bytes per frame at -q:v q. fps
+// is over the process's wall time for either reference, so both pay their own start.
 struct FfmpegRun {
   double fps = 0;
   double bytes_per_frame = 0;
   int q = 0;
+  double inner_fps = 0;  // libav: over its own timed run, without the process start
 };
 
-FfmpegRun RunFfmpeg(const std::string& input, int q, int threads) {
+FfmpegRun RunFfmpegCli(const std::string& input, int q, int threads) {
   const std::string log = "/tmp/conveyor-bench-ffmpeg.log";
   const std::string cmd = "ffmpeg -hide_banner -nostdin -y " +
                           (threads > 0 ? "-threads " + std::to_string(threads) + " " : std::string()) + "-i '" +
@@ -173,7 +182,59 @@ FfmpegRun RunFfmpeg(const std::string& input, int q, int threads) {
   return run;
 }
 
+// conveyor-bench-libav-mjpeg, which prints exact byte and frame counts in its JSON line.
+FfmpegRun RunLibav(const std::string& bin, const std::string& input, int q, int threads) {
+  const std::string log = "/tmp/conveyor-bench-libav.log";
+  const std::string cmd = "'" + bin + "' --input '" + input + "' --q " + std::to_string(q) + " --decoder-threads " +
+                          std::to_string(threads) + " > " + log + " 2>&1";
+  const auto t0 = Clock::now();
+  const int rc = std::system(cmd.c_str());
+  const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  FfmpegRun run;
+  run.q = q;
+  const std::vector<uint8_t> text = ReadAll(log);
+  const std::string s(text.begin(), text.end());
+  if (rc != 0) {
+    std::fprintf(stderr, "conveyor-bench-daemon: %s failed: %s\n", bin.c_str(), s.c_str());
+    return run;
+  }
+  std::smatch frames, bytes, seconds;
+  if (!std::regex_search(s, frames, std::regex(R"("frames":(\d+))")) ||
+      !std::regex_search(s, bytes, std::regex(R"("bytes":(\d+))")) ||
+      !std::regex_search(s, seconds, std::regex(R"("seconds":([0-9.]+))"))) {
+    return run;
+  }
+  const double n = std::stod(frames[1]);
+  if (n > 0) {
+    run.fps = n / wall;
+    run.bytes_per_frame = std::stod(bytes[1]) / n;
+    run.inner_fps = std::stod(seconds[1]) > 0 ? n / std::stod(seconds[1]) : 0;
+  }
+  return run;
+}
+
+// auto: the ffmpeg CLI where it is on PATH, else the libav program where one was named.
+Reference ChooseReference(const Options& o, bool have_ffmpeg) {
+  if (o.reference == "ffmpeg") return Reference::kFfmpegCli;
+  if (o.reference == "libav") return Reference::kLibav;
+  if (o.reference == "none") return Reference::kNone;
+  if (have_ffmpeg) return Reference::kFfmpegCli;
+  return o.reference_bin.empty() ? Reference::kNone : Reference::kLibav;
+}
+
 int Run(const Options& o) {
+  const bool have_ffmpeg = std::system("command -v ffmpeg >/dev/null 2>&1") == 0;
+  const Reference reference = ChooseReference(o, have_ffmpeg);
+  if (reference == Reference::kFfmpegCli && !have_ffmpeg) {
+    std::fprintf(stderr, "conveyor-bench-daemon: --reference ffmpeg, but there is no ffmpeg on PATH\n");
+    return 2;
+  }
+  if (reference == Reference::kLibav && access(o.reference_bin.c_str(), X_OK) != 0) {
+    std::fprintf(stderr, "conveyor-bench-daemon: --reference libav needs --reference-bin, an executable "
+                         "conveyor-bench-libav-mjpeg (got '%s')\n", o.reference_bin.c_str());
+    return 2;
+  }
+
   // Start the daemon on a socket of our own.
   const std::string dir = testing::MakeTempDir("conveyor-bench");
   const std::string target = "unix:" + dir + "/conveyord.sock";
@@ -199,7 +260,6 @@ int Run(const Options& o) {
 
   int raw_w = 0, raw_h = 0;
   std::vector<uint8_t> input;
-  const bool have_ffmpeg = std::system("command -v ffmpeg >/dev/null 2>&1") == 0;
   if (!o.raw_size.empty() && !o.raw_file.empty()) {
     std::sscanf(o.raw_size.c_str(), "%dx%d", &raw_w, &raw_h);
     input = ReadAll(o.raw_file);
@@ -261,15 +321,19 @@ int Run(const Options& o) {
   // ffmpeg at the -q:v whose output size is nearest ours (container input only: ffmpeg
   // decodes the same file; in raw mode it decodes it too, so the comparison stays fair).
   FfmpegRun best;
-  for (int q = 2; have_ffmpeg && q <= 12; ++q) {
-    FfmpegRun f = RunFfmpeg(o.input, q, o.ffmpeg_threads);
+  auto run_reference = [&](int q) {
+    return reference == Reference::kLibav ? RunLibav(o.reference_bin, o.input, q, o.ffmpeg_threads)
+                                          : RunFfmpegCli(o.input, q, o.ffmpeg_threads);
+  };
+  for (int q = 2; reference != Reference::kNone && q <= 12; ++q) {
+    FfmpegRun f = run_reference(q);
     if (f.fps == 0) continue;
     if (best.fps == 0 || std::abs(f.bytes_per_frame - our_bpf) < std::abs(best.bytes_per_frame - our_bpf)) best = f;
     if (f.bytes_per_frame < our_bpf) break;  // sizes only fall from here
   }
   // Re-measure the matched q once more, now that the page cache is warm.
   if (best.q > 0) {
-    FfmpegRun again = RunFfmpeg(o.input, best.q, o.ffmpeg_threads);
+    FfmpegRun again = run_reference(best.q);
     if (again.fps > best.fps) best = again;
   }
 
@@ -278,11 +342,18 @@ int Run(const Options& o) {
   std::printf("%-34s %10s %14s %12s %12s\n", "", "frames/s", "bytes/frame", "lat p50", "lat p99");
   std::printf("%-34s %10.1f %14.0f %10.2fms %10.2fms\n", "conveyord (gRPC, end to end)", fps, our_bpf,
               Percentile(lat, 0.5) * 1e3, Percentile(lat, 0.99) * 1e3);
-  if (have_ffmpeg) {
+  if (reference == Reference::kFfmpegCli) {
     std::printf("%-34s %10.1f %14.0f\n", ("ffmpeg -c:v mjpeg -q:v " + std::to_string(best.q)).c_str(), best.fps,
                 best.bytes_per_frame);
+    std::printf("reference: the ffmpeg CLI on this host\n");
+  } else if (reference == Reference::kLibav) {
+    std::printf("%-34s %10.1f %14.0f\n", ("libav mjpeg -q:v " + std::to_string(best.q)).c_str(), best.fps,
+                best.bytes_per_frame);
+    std::printf("reference: %s, the ffmpeg CLI's pipeline on the libav* it loads (no ffmpeg CLI used); "
+                "%.1f frames/s over its own run, without its process start\n",
+                o.reference_bin.c_str(), best.inner_fps);
   } else {
-    std::printf("ffmpeg: not on this host, so there is no reference in this run (the ratio prints as 0)\n");
+    std::printf("reference: none (no ffmpeg on this host and no --reference-bin), so the ratio prints as 0\n");
   }
   std::printf("ratio to ffmpeg: %.2fx; time to first frame p50 %.1f ms; daemon RSS idle %.1f MiB, peak %.1f MiB\n",
               best.fps > 0 ? fps / best.fps : 0, Percentile(first, 0.5) * 1e3, rss_idle / 1048576.0,
@@ -294,10 +365,13 @@ int Run(const Options& o) {
                 per_frame_latency * 1e3, per_frame_encode * 1e3,
                 100.0 * (per_frame_latency - per_frame_encode) / per_frame_encode);
   }
-  std::printf("{\"bench\":\"daemon\",\"sessions\":%d,\"fps\":%.2f,\"bytes_per_frame\":%.0f,\"ffmpeg_fps\":%.2f,"
+  const char* reference_name = reference == Reference::kFfmpegCli ? "ffmpeg_cli"
+                               : reference == Reference::kLibav   ? "libav"
+                                                                  : "none";
+  std::printf("{\"bench\":\"daemon\",\"reference\":\"%s\",\"sessions\":%d,\"fps\":%.2f,\"bytes_per_frame\":%.0f,\"ffmpeg_fps\":%.2f,"
               "\"ffmpeg_q\":%d,\"ffmpeg_bytes_per_frame\":%.0f,\"ratio\":%.3f,\"latency_p50_ms\":%.3f,"
               "\"latency_p99_ms\":%.3f,\"rss_idle_mib\":%.1f,\"rss_peak_mib\":%.1f}\n",
-              o.sessions, fps, our_bpf, best.fps, best.q, best.bytes_per_frame, best.fps > 0 ? fps / best.fps : 0,
+              reference_name, o.sessions, fps, our_bpf, best.fps, best.q, best.bytes_per_frame, best.fps > 0 ? fps / best.fps : 0,
               Percentile(lat, 0.5) * 1e3, Percentile(lat, 0.99) * 1e3, rss_idle / 1048576.0, rss_peak / 1048576.0);
   return 0;
 }
@@ -316,6 +390,11 @@ int main(int argc, char** argv) {
   app.add_flag("--lockstep", o.lockstep, "Raw: one frame in flight per session");
   app.add_option("--raw-file", o.raw_file, "Raw: yuv420p frames of --raw WxH already decoded (no ffmpeg needed)");
   app.add_option("--ffmpeg-threads", o.ffmpeg_threads, "ffmpeg -threads (0: its default)");
+  app.add_option("--reference", o.reference,
+                 "auto (the ffmpeg CLI if on PATH, else libav if --reference-bin is given), ffmpeg, libav or none")
+      ->check(CLI::IsMember({"auto", "ffmpeg", "libav", "none"}));
+  app.add_option("--reference-bin", o.reference_bin,
+                 "conveyor-bench-libav-mjpeg, the reference for a host without the ffmpeg CLI");
   app.add_option("--daemon-arg", o.daemon_args, "Extra conveyord flag (repeatable)");
   CLI11_PARSE(app, argc, argv);
   return conveyor::bench::Run(o);

@@ -9,6 +9,10 @@ export LD_LIBRARY_PATH=$PWD/$B/lib
 PY=/opt/torch/.venv/bin/python
 $PY frames.py n1080.mp4 /tmp/n1080.yuv 120 2>&1 | tail -4
 D="--conveyord $PWD/$B/bin/conveyord --daemon-arg=--metrics-listen --daemon-arg=127.0.0.1:0"
-for s in 1 4 8; do echo "== container, $s sessions"; ./conveyor-bench-daemon $D --input n1080.mp4 --sessions $s 2>&1 | grep -vE "^\{"; done
+# No ffmpeg CLI here: the reference is the CLI's pipeline rebuilt on the bundle's own
+# libav* (same LD_LIBRARY_PATH as the daemon). One run first, to show what it loaded.
+R="--reference libav --reference-bin $PWD/conveyor-bench-libav-mjpeg"
+echo "== reference check"; ./conveyor-bench-libav-mjpeg --input n1080.mp4 --q 5 2>&1 | head -3
+for s in 1 4 8; do echo "== container, $s sessions"; ./conveyor-bench-daemon $D $R --input n1080.mp4 --sessions $s 2>&1 | grep -vE "^\{"; done
 for s in 1 4; do echo "== raw, $s sessions"; ./conveyor-bench-daemon $D --input n1080.mp4 --raw 1920x1080 --raw-file /tmp/n1080.yuv --sessions $s 2>&1 | grep -vE "^\{"; done
 echo "== raw lockstep"; ./conveyor-bench-daemon $D --input n1080.mp4 --raw 1920x1080 --raw-file /tmp/n1080.yuv --sessions 1 --lockstep 2>&1 | grep -vE "^\{"

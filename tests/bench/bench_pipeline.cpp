@@ -127,7 +127,7 @@ void WriteTimesCsv(const std::string& path, const std::string& mode, const std::
     const FrameTimes& t = times[i];
     const double first_band = t.band_done.empty() ? 0 : t.band_done.front();
     const double last_copy = t.band_readback.empty() ? 0 : t.band_readback.back().end;
-    std::fprintf(f, "%s,%zu,%d,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f\n", mode.c_str(), i,
+    std::fprintf(f, "\"%s\",%zu,%d,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f\n", mode.c_str(), i,
                  heavy.empty() ? 0 : static_cast<int>(heavy[i]), us(t.submitted), us(t.started), us(t.first_byte),
                  us(t.done), 1e6 * t.upload.start, 1e6 * t.upload.end, 1e6 * t.encode.start, 1e6 * t.encode.end,
                  1e6 * first_band, 1e6 * last_copy);

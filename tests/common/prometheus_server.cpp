@@ -24,25 +24,6 @@
 namespace conveyor::testing {
 namespace {
 
-// A port nothing listens on right now. Another process may take it before Prometheus
-// binds; Start() retries on a fresh port when the server exits early.
-int FreeLoopbackPort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return -1;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof a;
-  int port = -1;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
 // The text between the quotes that start at json[pos], without unescaping.
 std::string QuotedAt(const std::string& json, size_t pos) {
   if (pos >= json.size() || json[pos] != '"') return std::string();
@@ -122,6 +103,8 @@ StatusOr<std::unique_ptr<PrometheusServer>> PrometheusServer::Start(const Option
 }
 
 Status PrometheusServer::Launch(const Options& options) {
+  // Another process may take the port before Prometheus binds; Start() retries on a
+  // fresh port when the server exits early.
   port_ = FreeLoopbackPort();
   if (port_ < 0) return Internal(std::string("no free loopback port: ") + std::strerror(errno));
   // Everything the child needs is built before fork(): after it, only exec-safe calls.

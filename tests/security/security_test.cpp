@@ -12,6 +12,7 @@
 #include "conveyor/v1/transcoder.grpc.pb.h"
 #include "daemon_process.h"
 #include "security_test_util.h"
+#include "test_process.h"
 #include "synthetic_frame.h"
 #include "transcode_client.h"
 
@@ -82,7 +83,7 @@ StartResult StartExpectingExit(const std::string& flags) {
 }
 
 TEST(Tls, AClientWithTheCaTranscodesAndAPlaintextClientIsRefused) {
-  const int port = FreePort();
+  const int port = conveyor::testing::FreeLoopbackPort();
   DaemonProcess daemon(TlsFlags(port));
   ASSERT_TRUE(daemon.ready());
   auto stub = v1::Transcoder::NewStub(TcpChannel(port, {TestPki().ca}));
@@ -97,7 +98,7 @@ TEST(Tls, AClientWithTheCaTranscodesAndAPlaintextClientIsRefused) {
 }
 
 TEST(Tls, AClientThatDoesNotTrustTheServersCaIsRefused) {
-  const int port = FreePort();
+  const int port = conveyor::testing::FreeLoopbackPort();
   DaemonProcess daemon(TlsFlags(port));
   ASSERT_TRUE(daemon.ready());
   const grpc::Status st = CallStatus(TcpChannel(port, {TestPki().dir + "/rogue-ca.pem"}));
@@ -106,7 +107,7 @@ TEST(Tls, AClientThatDoesNotTrustTheServersCaIsRefused) {
 
 TEST(Mtls, OnlyAClientWithACertificateFromTheClientCaIsServed) {
   const Pki& p = TestPki();
-  const int port = FreePort();
+  const int port = conveyor::testing::FreeLoopbackPort();
   DaemonProcess daemon(TlsFlags(port, /*mtls=*/true));
   ASSERT_TRUE(daemon.ready());
   const grpc::Status no_cert = CallStatus(TcpChannel(port, {p.ca}));
@@ -122,7 +123,7 @@ TEST(Mtls, OnlyAClientWithACertificateFromTheClientCaIsServed) {
 }
 
 TEST(Listen, PlaintextNonLoopbackTcpIsRefusedAtStartAndStartsWithTls) {
-  const int port = FreePort();
+  const int port = conveyor::testing::FreeLoopbackPort();
   const StartResult refused = StartExpectingExit("--listen 0.0.0.0:" + std::to_string(port));
   EXPECT_NE(refused.rc, 0);
   EXPECT_NE(refused.err.find("server.allow_insecure_tcp"), std::string::npos) << refused.err;
@@ -138,7 +139,7 @@ TEST(Listen, PlaintextNonLoopbackTcpIsRefusedAtStartAndStartsWithTls) {
 
 TEST(Listen, UnreadableOrInvalidSecurityFilesAreInvalidArgumentNamingTheOption) {
   const Pki& p = TestPki();
-  const std::string port = std::to_string(FreePort());
+  const std::string port = std::to_string(conveyor::testing::FreeLoopbackPort());
   StartResult r = StartExpectingExit("--listen 127.0.0.1:" + port + " --tls-cert-file " + p.dir +
                                      "/missing.pem --tls-key-file " + p.server_key);
   EXPECT_NE(r.rc, 0);
@@ -162,7 +163,7 @@ TEST(Listen, UnreadableOrInvalidSecurityFilesAreInvalidArgumentNamingTheOption) 
 class Tokens : public ::testing::Test {
  protected:
   void SetUp() override {
-    port_ = FreePort();
+    port_ = conveyor::testing::FreeLoopbackPort();
     dir_ = e2e::MakeTempDir();
     WriteText(dir_ + "/tokens", "# test tokens\ntoken-a\ntoken-b\n\ntoken-root admin\n");
     WriteText(dir_ + "/a.token", "token-a\n");
@@ -314,7 +315,7 @@ TEST_F(Tokens, ConveyorctlSpeaksTlsAndSendsItsToken) {
 
 TEST(Mtls, ConveyorctlPresentsItsClientCertificate) {
   const Pki& p = TestPki();
-  const int port = FreePort();
+  const int port = conveyor::testing::FreeLoopbackPort();
   DaemonProcess daemon(TlsFlags(port, /*mtls=*/true));
   ASSERT_TRUE(daemon.ready());
   const std::string base = std::string(CONVEYORCTL_PATH) + " --target 127.0.0.1:" + std::to_string(port) +

@@ -21,8 +21,6 @@ struct Pki {
 // Made once per test binary (EC P-256 keys: fast). Fails the test on an openssl error.
 const Pki& TestPki();
 
-// A port nobody listens on now (bound to 127.0.0.1:0 and closed).
-int FreePort();
 
 std::string ReadText(const std::string& path);
 void WriteText(const std::string& path, const std::string& text);

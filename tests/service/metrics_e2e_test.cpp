@@ -18,26 +18,12 @@
 #include "prometheus_server.h"
 #include "service_test_util.h"
 #include "synthetic_frame.h"
+#include "test_process.h"
 #include "transcode_client.h"
 
 namespace conveyor::service_test {
 namespace {
 
-// A loopback TCP port nobody listens on right now.
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  close(fd);
-  return port;
-}
 
 struct Reply {
   int status = 0;  // 0: no answer
@@ -70,7 +56,7 @@ size_t Transcode(v1::Transcoder::Stub* stub, int frames) {
 }
 
 TEST(DaemonMetrics, PrometheusScrapesTheFramesATranscodeMoved) {
-  const int port = FreePort();
+  const int port = conveyor::testing::FreeLoopbackPort();
   ASSERT_GT(port, 0);
   e2e::DaemonProcess daemon({"--metrics-listen", "127.0.0.1:" + std::to_string(port)});
   ASSERT_TRUE(daemon.ready()) << "conveyord did not start";
@@ -99,7 +85,7 @@ TEST(DaemonMetrics, PrometheusScrapesTheFramesATranscodeMoved) {
 }
 
 TEST(DaemonMetrics, LiveExpositionPassesPromtoolAndCountsRejections) {
-  const int port = FreePort();
+  const int port = conveyor::testing::FreeLoopbackPort();
   e2e::DaemonProcess daemon({"--metrics-listen", "127.0.0.1:" + std::to_string(port), "--max-sessions", "1"});
   ASSERT_TRUE(daemon.ready()) << "conveyord did not start";
   auto stub = v1::Transcoder::NewStub(daemon.Channel());
@@ -128,7 +114,7 @@ TEST(DaemonMetrics, LiveExpositionPassesPromtoolAndCountsRejections) {
 }
 
 TEST(DaemonMetrics, ReadyzIs503WhileDrainingAndHealthzStays200) {
-  const int port = FreePort();
+  const int port = conveyor::testing::FreeLoopbackPort();
   e2e::DaemonProcess daemon(
       {"--metrics-listen", "127.0.0.1:" + std::to_string(port), "--drain-timeout", "20"});
   ASSERT_TRUE(daemon.ready()) << "conveyord did not start";

@@ -14,9 +14,6 @@
 
 namespace conveyor::soak {
 
-// A loopback TCP port nobody listens on right now (for --metrics-listen).
-int FreePort();
-
 StatusOr<v1::ServerStatus> GetServerStatus(v1::Transcoder::Stub* stub);
 
 // The session `id` as ListSessions shows it; nullopt once it is gone; an error when the

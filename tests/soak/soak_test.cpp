@@ -55,6 +55,7 @@
 #include <gtest/gtest.h>
 
 #include "daemon_probe.h"
+#include "test_process.h"
 #include "daemon_process.h"
 #include "soak_clients.h"
 #include "stream_specs.h"
@@ -252,7 +253,7 @@ TEST(Soak, SixtyFourClientsWithCancelsStallsGarbageAndInjectedFaults) {
   // a short idle timeout, a small output bound so that stalls show fast, the metrics endpoint.
   setenv("CONVEYOR_ALLOW_TEST_HOOKS", "1", 1);
   WriteText(media + "/conveyord.toml", "[limits]\nsession_output_bytes = 65536\n");
-  const int metrics_port = FreePort();
+  const int metrics_port = conveyor::testing::FreeLoopbackPort();
   ASSERT_GT(metrics_port, 0);
   e2e::DaemonProcess daemon({"--config", media + "/conveyord.toml", "--max-sessions", std::to_string(kClients),
                              "--idle-timeout", std::to_string(kIdleTimeoutS), "--test-fault-every",

@@ -3,9 +3,8 @@
 
 namespace conveyor {
 
-Status BandScratch::Reserve(const EncodePlan& p, int frames, hipStream_t stream,
+Status BandScratch::Reserve(const BandScratchSizes& s, hipStream_t stream,
                             const std::function<Status()>& before_grow) {
-  const BandScratchSizes s = ScratchSizes(p, frames);
   const std::pair<DeviceBuffer*, size_t> want[] = {{&levels_, s.levels},
                                                    {&block_words_, s.block_words},
                                                    {&block_bits_, s.block_bits},
@@ -28,12 +27,14 @@ Status BandScratch::Reserve(const EncodePlan& p, int frames, hipStream_t stream,
   return OkStatus();
 }
 
-void BandScratch::Fill(BandDeviceBuffers* b) const {
-  b->levels = levels_.get<int16_t>();
-  b->block_words = block_words_.get<uint32_t>();
-  b->block_bits = block_bits_.get<uint32_t>();
-  b->segment_words = segment_words_.get<uint32_t>();
-  b->coordination = coordination_.get<uint32_t>();
+bool BandScratch::Holds(const BandScratchSizes& s) const {
+  return levels_.size() >= s.levels && block_words_.size() >= s.block_words && block_bits_.size() >= s.block_bits &&
+         segment_words_.size() >= s.segment_words && coordination_.size() >= s.coordination;
+}
+
+BandScratchBuffers BandScratch::buffers() const {
+  return {levels_.get<int16_t>(), block_words_.get<uint32_t>(), block_bits_.get<uint32_t>(),
+          segment_words_.get<uint32_t>(), coordination_.get<uint32_t>()};
 }
 
 uint64_t BandScratch::bytes() const {

@@ -13,13 +13,20 @@ namespace conveyor {
 
 class BandScratch {
  public:
-  // Grows every buffer to fit `frames` frames of `plan` in one launch. When one has to be replaced, `before_grow` runs
-  // first: it must wait for the encode stream, whose queued work may still use the old
-  // buffer. `stream` is the encode stream, on which a new coordination buffer is zeroed.
-  Status Reserve(const EncodePlan& plan, int frames, hipStream_t stream, const std::function<Status()>& before_grow);
+  // Grows every buffer to at least `bytes` (LaunchScratchBytes of a launch). When one has
+  // to be replaced, `before_grow` runs first: it must wait for the encode stream, whose
+  // queued work may still use the old buffer. `stream` is the encode stream, on which a
+  // new coordination buffer is zeroed.
+  Status Reserve(const BandScratchSizes& bytes, hipStream_t stream, const std::function<Status()>& before_grow);
+  // The same for `frames` bands of `plan` in one launch.
+  Status Reserve(const EncodePlan& plan, int frames, hipStream_t stream, const std::function<Status()>& before_grow) {
+    return Reserve(ScratchSizes(plan, frames), stream, before_grow);
+  }
 
-  // Points the scratch fields of `b` (levels through coordination) at these buffers.
-  void Fill(BandDeviceBuffers* b) const;
+  // Whether every buffer already holds `bytes`.
+  bool Holds(const BandScratchSizes& bytes) const;
+
+  BandScratchBuffers buffers() const;
 
   uint64_t bytes() const;
 

@@ -103,15 +103,12 @@ Status GpuJpegEncoder::Impl::Run(const FrameView& frame, const EncodePlan& p,
   GPU_RETURN_IF_ERROR(hipStreamWaitEvent(encode.get(), uploaded.get(), 0),
                       "hipStreamWaitEvent(encode, uploaded)");
 
-  BandDeviceBuffers b{};
-  b.frames = 1;
-  b.frame[0].source = PackedSourcePlanes(source.get<uint8_t>(), frame.format, frame.width, frame.height);
-  scratch.Fill(&b);
-  b.tables = tables.get<EncodeTables>();
+  const SourcePlanes planes = PackedSourcePlanes(source.get<uint8_t>(), frame.format, frame.width, frame.height);
   for (int band = 0; band < p.num_bands; ++band) {
-    b.frame[0].band_out = out.get<uint8_t>() + band * p.band_capacity;
-    b.frame[0].band_bytes = band_bytes.device_get<uint32_t>() + band;
-    RETURN_IF_ERROR(EnqueueBandStages(p, b, band, encode.get()));
+    BandLaunch launch = SingleBandLaunch(p, tables.get<EncodeTables>(), planes, band,
+                                         out.get<uint8_t>() + band * p.band_capacity,
+                                         band_bytes.device_get<uint32_t>() + band);
+    RETURN_IF_ERROR(EnqueueBandStages(launch, scratch.buffers(), encode.get()));
     GPU_RETURN_IF_ERROR(hipEventRecord(band_done[band].get(), encode.get()),
                         "hipEventRecord(band_done " + std::to_string(band) + ")");
   }

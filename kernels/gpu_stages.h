@@ -1,5 +1,5 @@
-// Launchers for the encoder stages on the GPU, one band at a time, all on the stream the
-// caller passes. Two kernels per band: colour conversion fused with the DCT and
+// Launchers for the encoder stages on the GPU, a launch of bands at a time, all on the
+// stream the caller passes. Two kernels per band: colour conversion fused with the DCT and
 // quantiser, then entropy coding fused with segment assembly, stuffing and packing. The
 // math inside is the CONVEYOR_HD stage functions the CPU path runs too.
 #pragma once
@@ -14,10 +14,14 @@
 
 namespace conveyor {
 
-// Frames one launch may carry (grid.y picks the frame): the worker can put queued
-// frames of the same shape into one launch. Four bounds the kernels' parameter block;
-// more did not pay on the H200 (BENCHMARKS.md).
+// Frames one launch may carry: the worker can put queued frames of the same shape into
+// one launch. Four did not pay beyond on the H200 (BENCHMARKS.md).
 constexpr int kMaxLaunchFrames = 4;
+// A launch carries bands of up to kMaxLaunchPlans encodes (a frame's renditions) for up
+// to kMaxLaunchFrames frames: kMaxLaunchItems (frame, encode, band) items in all. The
+// bounds keep the kernels' parameter block near 3 KB, under the 4 KB HIP and CUDA take.
+constexpr int kMaxLaunchPlans = 4;
+constexpr int kMaxLaunchItems = 16;
 
 // What one frame of a launch reads and writes besides the scratch.
 struct BandFrame {
@@ -26,7 +30,7 @@ struct BandFrame {
   uint32_t* band_bytes;  // this band's byte count (mapped host memory)
 };
 
-// Elements of each band-local scratch buffer that one frame of a launch uses.
+// Elements of each band-local scratch buffer that one item of a launch uses.
 struct BandScratchSizes {
   size_t levels, block_words, block_bits, segment_words, coordination;
 };
@@ -42,30 +46,56 @@ CONVEYOR_HD inline BandScratchSizes ScratchElements(const EncodePlan& p) {
   return s;
 }
 
-// Device pointers one band's stages read and write, for the `frames` frames of one
-// launch. The scratch buffers hold a region per frame, ScratchElements() apart. They are
-// reused from band to band and launch to launch, which is safe because every stage runs
-// on one stream in order.
-struct BandDeviceBuffers {
-  BandFrame frame[kMaxLaunchFrames];
-  int frames;                   // 1 .. kMaxLaunchFrames, all with the same plan
-  int16_t* levels;              // colour+DCT -> coding, BandBlocks() * 64
-  uint32_t* block_words;        // coding: each half block's raw bits
-  uint32_t* block_bits;         // coding: each half block's bit count
-  uint32_t* segment_words;      // coding: SegmentWordCapacity() per band-local segment
-  // Coding kernel's cross-CTA state, per frame: [0] segment ticket counter, [1]
+// The device scratch buffers the stages of a launch pass to each other, whole.
+struct BandScratchBuffers {
+  int16_t* levels;          // colour+DCT -> coding, BandBlocks() * 64 an item
+  uint32_t* block_words;    // coding: each half block's raw bits
+  uint32_t* block_bits;     // coding: each half block's bit count
+  uint32_t* segment_words;  // coding: SegmentWordCapacity() per band-local segment
+  // Coding kernel's cross-CTA state, per item: [0] segment ticket counter, [1]
   // finished-CTA counter, then one published size per band-local segment. Zero between
-  // launches (the last CTA of each frame clears it; BandScratch zeroes it when allocated).
+  // launches (the last CTA of each item clears it; BandScratch zeroes it when allocated).
   uint32_t* coordination;
-  const EncodeTables* tables;   // device copy
 };
 
-// Bytes of each scratch buffer above for `frames` frames of this plan.
+// One band of one encode of one frame. EnqueueBandStages fills the rest: the item's
+// regions of the scratch buffers (ScratchElements() of its plan each, item after item)
+// and its first CTA in each kernel's grid.
+struct BandItem {
+  BandFrame io;
+  int plan;  // index into BandLaunch::plan
+  int band;
+  int first_dct_cta, first_code_cta;
+  BandScratchBuffers scratch;
+};
+
+// Everything one launch of each stage does: bands of different encodes (sizes,
+// qualities, subsamplings) of frames of one pixel format, as one grid per stage with the
+// items' CTAs end to end, so that small bands share the SMs instead of waiting for each
+// other's launches. The scratch is reused from launch to launch, which is safe because
+// every stage runs on one stream in order.
+struct BandLaunch {
+  EncodePlan plan[kMaxLaunchPlans];
+  const EncodeTables* tables[kMaxLaunchPlans];  // device copies, per plan
+  int plans;
+  BandItem item[kMaxLaunchItems];
+  int items;
+  int dct_ctas, code_ctas;  // grid sizes, filled by EnqueueBandStages
+};
+
+// Bytes of each scratch buffer that `launch`'s items need, end to end.
+BandScratchSizes LaunchScratchBytes(const BandLaunch& launch);
+// Bytes of each scratch buffer for `frames` items of a band of this plan.
 BandScratchSizes ScratchSizes(const EncodePlan& plan, int frames);
 
-// Every stage of `band` for every frame of `buffers`, enqueued on `stream`. Returns launch errors only; execution
-// errors surface at the next wait on the stream or an event recorded after.
-Status EnqueueBandStages(const EncodePlan& plan, const BandDeviceBuffers& buffers, int band,
-                         hipStream_t stream);
+// Every stage of every item of `launch`, enqueued on `stream`, with the items' scratch
+// regions carved from `scratch` (which must hold LaunchScratchBytes()). Returns argument
+// and launch errors only; execution errors surface at the next wait on the stream or an
+// event recorded after.
+Status EnqueueBandStages(BandLaunch& launch, const BandScratchBuffers& scratch, hipStream_t stream);
+
+// The launch of one band of one frame: the common case, and the standalone encoder's.
+BandLaunch SingleBandLaunch(const EncodePlan& plan, const EncodeTables* tables, const SourcePlanes& source,
+                            int band, uint8_t* band_out, uint32_t* band_bytes);
 
 }  // namespace conveyor

@@ -32,21 +32,12 @@ constexpr int kStageBlockWords = 33;
 constexpr int kStageBlocks = kSegmentThreads / 2;
 constexpr int kStageWords = kStageBlocks * kStageBlockWords;
 
-// One frame's part of a launch: its buffers and its region of each scratch buffer.
-struct FrameScratch {
-  BandFrame io;  // a copy: taking the address of a kernel parameter would spill it
-  int16_t* levels;
-  uint32_t* block_words;
-  uint32_t* block_bits;
-  uint32_t* segment_words;
-  uint32_t* coordination;
-};
-
-__device__ FrameScratch ScratchOf(const EncodePlan& p, const BandDeviceBuffers& b, int f) {
-  const BandScratchSizes n = ScratchElements(p);
-  return {b.frame[f], b.levels + f * n.levels, b.block_words + f * n.block_words,
-          b.block_bits + f * n.block_bits, b.segment_words + f * n.segment_words,
-          b.coordination + f * n.coordination};
+// The item of a launch that CTA `cta` of a stage's grid works on (items' CTAs are end
+// to end; a launch has at most kMaxLaunchItems, so a scan is enough).
+__device__ inline int ItemOfCta(const BandLaunch& L, int cta, bool coding) {
+  int i = 0;
+  while (i + 1 < L.items && cta >= (coding ? L.item[i + 1].first_code_cta : L.item[i + 1].first_dct_cta)) ++i;
+  return i;
 }
 
 // Eight consecutive bytes: one 8-byte load where aligned, else byte loads.
@@ -109,10 +100,13 @@ __device__ bool FetchYuvRowFast(const EncodePlan& p, const SourcePlanes& s, int 
 template <LayoutKind K>
 __device__ void FetchBlockRow(const EncodePlan& p, const SourcePlanes& s, int comp, int x, int y, uint8_t row[8]) {
   if (FetchYuvRowFast<K>(p, s, comp, x, y, row)) return;
+  // Unrolled, so that `row` stays in registers.
   if (comp == 0) {
+#pragma unroll
     for (int c = 0; c < 8; ++c) row[c] = LumaSample<K>(p, s, x + c, y);
     return;
   }
+#pragma unroll
   for (int c = 0; c < 8; ++c) {
     uint8_t cb, cr;
     ChromaSample<K>(p, s, x + c, y, &cb, &cr);
@@ -124,35 +118,38 @@ __device__ void FetchBlockRow(const EncodePlan& p, const SourcePlanes& s, int co
 // of block k and runs its row pass, then runs column r of the same block. The converted
 // samples never leave registers; the levels are staged in shared memory in zigzag order
 // and leave in 16-byte stores (the CTA's blocks are consecutive in `levels`).
-// blockIdx.y is the frame of the launch.
+// Each CTA takes kDctBlocksPerCta blocks of one item of the launch.
 template <LayoutKind K>
-__global__ void ColorDctKernel(EncodePlan p, BandDeviceBuffers b, int band) {
+__global__ void ColorDctKernel(BandLaunch L) {
   __shared__ int32_t work[kDctBlocksPerCta][8 * kDctRowStride];
   __shared__ uint4 staged[kDctBlocksPerCta * 64 * sizeof(int16_t) / sizeof(uint4)];
+  const BandItem& item = L.item[ItemOfCta(L, blockIdx.x, false)];
+  const EncodePlan& p = L.plan[item.plan];
+  const int band = item.band;
+  const int cta = static_cast<int>(blockIdx.x) - item.first_dct_cta;
   const int k = threadIdx.x / 8;
   const int r = threadIdx.x % 8;
-  const int block = blockIdx.x * kDctBlocksPerCta + k;
+  const int block = cta * kDctBlocksPerCta + k;
   const int blocks = p.BandMcus(band) * p.blocks_per_mcu;
   const bool active = block < blocks;
-  const FrameScratch f = ScratchOf(p, b, blockIdx.y);
   BlockOrigin o{0, 0, 0};
   if (active) {
     o = BandBlockOrigin(p, block);
     const int y0 = p.BandFirstMcuRow(band) * p.comp[o.comp].rows_per_mcu_row;
     uint8_t row[8];
-    FetchBlockRow<K>(p, f.io.source, o.comp, o.x, y0 + o.y + r, row);
+    FetchBlockRow<K>(p, item.io.source, o.comp, o.x, y0 + o.y + r, row);
     FdctRow(row, &work[k][r * kDctRowStride]);
   }
   __syncthreads();
   int16_t* const levels = reinterpret_cast<int16_t*>(staged);
   if (active) {
-    const QuantTable& q = b.tables->quant[p.comp[o.comp].quant];
-    FdctColumnQuantize(work[k], r, q, b.tables->zigzag_position, levels + k * 64, kDctRowStride);
+    const EncodeTables* t = L.tables[item.plan];
+    FdctColumnQuantize(work[k], r, t->quant[p.comp[o.comp].quant], t->zigzag_position, levels + k * 64, kDctRowStride);
   }
   __syncthreads();
-  const int first = blockIdx.x * kDctBlocksPerCta;
+  const int first = cta * kDctBlocksPerCta;
   const int vectors = static_cast<int>(min(kDctBlocksPerCta, blocks - first) * 64 * sizeof(int16_t) / sizeof(uint4));
-  uint4* const dst = reinterpret_cast<uint4*>(f.levels + static_cast<size_t>(first) * 64);
+  uint4* const dst = reinterpret_cast<uint4*>(item.scratch.levels + static_cast<size_t>(first) * 64);
   for (int v = threadIdx.x; v < vectors; v += blockDim.x) dst[v] = staged[v];
 }
 
@@ -217,7 +214,7 @@ __device__ void StageLevels(const int16_t* levels, int count, uint32_t* stage) {
 // mask (the last nonzero level before 32), and only it can end the block. DC prediction
 // needs only the previous block's DC level, which the colour+DCT kernel has written, so
 // every half is independent.
-__device__ void CodeBlockHalf(const EncodePlan& p, const FrameScratch& f, int band, int i, int half,
+__device__ void CodeBlockHalf(const EncodePlan& p, const BandScratchBuffers& f, int band, int i, int half,
                               const int16_t* levels, const HuffTable* dc, const HuffTable* ac) {
   const int cls = p.comp[p.block_comp[i % p.blocks_per_mcu]].quant;
   const size_t unit = static_cast<size_t>(i) * 2 + half;
@@ -312,18 +309,22 @@ __device__ inline uint8_t StreamByte(const uint32_t* words, uint32_t j) {
 // one: the spin always ends. (The idea is the decoupled look-back of Merrill and
 // Garland's single-pass prefix scan, as in NVIDIA's CUB; with a few hundred segments a
 // band, summing every earlier size is simpler and as fast.) The last CTA to finish
-// leaves the coordination buffer zeroed for the next launch. Each frame of a launch
-// (blockIdx.y) has its own tickets and sizes.
-__global__ void SegmentCodeKernel(EncodePlan p, BandDeviceBuffers b, int band) {
+// leaves the coordination buffer zeroed for the next launch. Each item of a launch has
+// its own tickets and sizes.
+__global__ void SegmentCodeKernel(BandLaunch L) {
   __shared__ uint32_t scan[kSegmentThreads];
   __shared__ uint32_t stage[kStageWords];
   __shared__ HuffTable dc[2], ac[2];
   __shared__ int ticket;
   __shared__ bool last_to_finish;
-  const FrameScratch f = ScratchOf(p, b, blockIdx.y);
+  const BandItem& item = L.item[ItemOfCta(L, blockIdx.x, true)];
+  const EncodePlan& p = L.plan[item.plan];
+  const int band = item.band;
+  const int segments = p.BandSegments(band);  // this item's CTAs
+  const BandScratchBuffers& f = item.scratch;
   uint32_t* const published = f.coordination + 2;
   if (threadIdx.x == 0) ticket = static_cast<int>(atomicAdd(&f.coordination[0], 1u));
-  LoadHuffTables(b.tables, dc, ac);
+  LoadHuffTables(L.tables[item.plan], dc, ac);
   __syncthreads();  // tables loaded, ticket taken
   const int local = ticket;
   const int band_first = p.BandFirstMcu(band);
@@ -415,7 +416,7 @@ __global__ void SegmentCodeKernel(EncodePlan p, BandDeviceBuffers b, int band) {
   // number, so the last segment sees any overflow.
   const bool fits = end <= p.band_capacity;
   if (fits) {
-    uint8_t* out = f.io.band_out + start;
+    uint8_t* out = item.io.band_out + start;
     uint32_t pos = j0 + before;
     for (uint32_t j = j0; j < j1; ++j) {
       const uint8_t byte = StreamByte(words, j);
@@ -424,18 +425,18 @@ __global__ void SegmentCodeKernel(EncodePlan p, BandDeviceBuffers b, int band) {
     }
     if (static_cast<int>(threadIdx.x) < m) out[nbytes + total_ff + threadIdx.x] = marker[threadIdx.x];
   }
-  if (threadIdx.x == 0 && local == static_cast<int>(gridDim.x) - 1) {
-    *f.io.band_bytes = fits ? static_cast<uint32_t>(end) : UINT32_MAX;
+  if (threadIdx.x == 0 && local == segments - 1) {
+    *item.io.band_bytes = fits ? static_cast<uint32_t>(end) : UINT32_MAX;
   }
 
   __syncthreads();  // this CTA has read every size it needs
   if (threadIdx.x == 0) {
     __threadfence();
-    last_to_finish = atomicAdd(&f.coordination[1], 1u) == gridDim.x - 1;
+    last_to_finish = atomicAdd(&f.coordination[1], 1u) == static_cast<unsigned>(segments) - 1;
   }
   __syncthreads();
   if (last_to_finish) {
-    for (unsigned k = threadIdx.x; k < gridDim.x; k += blockDim.x) published[k] = 0;
+    for (int k = threadIdx.x; k < segments; k += blockDim.x) published[k] = 0;
     if (threadIdx.x == 0) f.coordination[0] = f.coordination[1] = 0;
   }
 }
@@ -450,42 +451,112 @@ static int SegmentThreads(const EncodePlan& p) {
   return std::min(kSegmentThreads, std::max(64, (want + 63) / 64 * 64));
 }
 
-BandScratchSizes ScratchSizes(const EncodePlan& p, int frames) {
-  BandScratchSizes s = ScratchElements(p);
-  s.levels *= frames * sizeof(int16_t);
-  s.block_words *= frames * sizeof(uint32_t);
-  s.block_bits *= frames * sizeof(uint32_t);
-  s.segment_words *= frames * sizeof(uint32_t);
-  s.coordination *= frames * sizeof(uint32_t);
+static BandScratchSizes Bytes(BandScratchSizes s) {
+  s.levels *= sizeof(int16_t);
+  s.block_words *= sizeof(uint32_t);
+  s.block_bits *= sizeof(uint32_t);
+  s.segment_words *= sizeof(uint32_t);
+  s.coordination *= sizeof(uint32_t);
   return s;
 }
 
-Status EnqueueBandStages(const EncodePlan& p, const BandDeviceBuffers& b, int band,
-                         hipStream_t stream) {
-  const std::string where = " (band " + std::to_string(band) + ")";
-  if (b.frames < 1 || b.frames > kMaxLaunchFrames) {
-    return InvalidArgument("a launch carries 1 to " + std::to_string(kMaxLaunchFrames) + " frames, not " +
-                           std::to_string(b.frames) + where);
+BandScratchSizes ScratchSizes(const EncodePlan& p, int frames) {
+  BandScratchSizes s = ScratchElements(p);
+  s.levels *= frames;
+  s.block_words *= frames;
+  s.block_bits *= frames;
+  s.segment_words *= frames;
+  s.coordination *= frames;
+  return Bytes(s);
+}
+
+BandScratchSizes LaunchScratchBytes(const BandLaunch& L) {
+  BandScratchSizes total{0, 0, 0, 0, 0};
+  for (int i = 0; i < L.items && i < kMaxLaunchItems; ++i) {
+    const int plan = L.item[i].plan;
+    if (plan < 0 || plan >= L.plans || plan >= kMaxLaunchPlans) continue;  // EnqueueBandStages refuses it
+    const BandScratchSizes s = ScratchSizes(L.plan[plan], 1);
+    total.levels += s.levels;
+    total.block_words += s.block_words;
+    total.block_bits += s.block_bits;
+    total.segment_words += s.segment_words;
+    total.coordination += s.coordination;
   }
+  return total;
+}
+
+BandLaunch SingleBandLaunch(const EncodePlan& plan, const EncodeTables* tables, const SourcePlanes& source,
+                            int band, uint8_t* band_out, uint32_t* band_bytes) {
+  BandLaunch L{};
+  L.plans = 1;
+  L.plan[0] = plan;
+  L.tables[0] = tables;
+  L.items = 1;
+  L.item[0].io = {source, band_out, band_bytes};
+  L.item[0].plan = 0;
+  L.item[0].band = band;
+  return L;
+}
+
+Status EnqueueBandStages(BandLaunch& L, const BandScratchBuffers& scratch, hipStream_t stream) {
+  if (L.plans < 1 || L.plans > kMaxLaunchPlans) {
+    return InvalidArgument("a launch carries 1 to " + std::to_string(kMaxLaunchPlans) + " encodes, not " +
+                           std::to_string(L.plans));
+  }
+  if (L.items < 1 || L.items > kMaxLaunchItems) {
+    return InvalidArgument("a launch carries 1 to " + std::to_string(kMaxLaunchItems) + " bands, not " +
+                           std::to_string(L.items));
+  }
+  const LayoutKind kind = L.plan[0].layout.kind;
+  int threads = 64;
+  for (int j = 0; j < L.plans; ++j) {
+    if (L.plan[j].layout.kind != kind) return InvalidArgument("a launch's encodes must share a pixel layout");
+    if (L.tables[j] == nullptr) return InvalidArgument("encode " + std::to_string(j) + " of a launch has no tables");
+    threads = std::max(threads, SegmentThreads(L.plan[j]));
+  }
+  // Each item's scratch regions, end to end, and its CTAs in each grid.
+  BandScratchBuffers next = scratch;
+  L.dct_ctas = L.code_ctas = 0;
+  for (int i = 0; i < L.items; ++i) {
+    BandItem& item = L.item[i];
+    if (item.plan < 0 || item.plan >= L.plans) {
+      return InvalidArgument("item " + std::to_string(i) + " of a launch names encode " + std::to_string(item.plan));
+    }
+    const EncodePlan& p = L.plan[item.plan];
+    if (item.band < 0 || item.band >= p.num_bands) {
+      return InvalidArgument("item " + std::to_string(i) + " of a launch names band " + std::to_string(item.band) +
+                             " of " + std::to_string(p.num_bands));
+    }
+    item.scratch = next;
+    const BandScratchSizes n = ScratchElements(p);
+    next.levels += n.levels;
+    next.block_words += n.block_words;
+    next.block_bits += n.block_bits;
+    next.segment_words += n.segment_words;
+    next.coordination += n.coordination;
+    item.first_dct_cta = L.dct_ctas;
+    item.first_code_cta = L.code_ctas;
+    L.dct_ctas += (p.BandMcus(item.band) * p.blocks_per_mcu + kDctBlocksPerCta - 1) / kDctBlocksPerCta;
+    L.code_ctas += p.BandSegments(item.band);
+  }
+  const std::string where = " (" + std::to_string(L.items) + " bands)";
   {
-    const int blocks = p.BandMcus(band) * p.blocks_per_mcu;
-    const dim3 grid((blocks + kDctBlocksPerCta - 1) / kDctBlocksPerCta, b.frames);
+    const dim3 grid(L.dct_ctas);
     const dim3 block(kDctBlocksPerCta * 8);
-    switch (p.layout.kind) {
+    switch (kind) {
       case LayoutKind::kPlanarYuv:
-        hipLaunchKernelGGL(ColorDctKernel<LayoutKind::kPlanarYuv>, grid, block, 0, stream, p, b, band);
+        hipLaunchKernelGGL(ColorDctKernel<LayoutKind::kPlanarYuv>, grid, block, 0, stream, L);
         break;
       case LayoutKind::kSemiPlanarYuv:
-        hipLaunchKernelGGL(ColorDctKernel<LayoutKind::kSemiPlanarYuv>, grid, block, 0, stream, p, b, band);
+        hipLaunchKernelGGL(ColorDctKernel<LayoutKind::kSemiPlanarYuv>, grid, block, 0, stream, L);
         break;
       case LayoutKind::kPackedRgb:
-        hipLaunchKernelGGL(ColorDctKernel<LayoutKind::kPackedRgb>, grid, block, 0, stream, p, b, band);
+        hipLaunchKernelGGL(ColorDctKernel<LayoutKind::kPackedRgb>, grid, block, 0, stream, L);
         break;
     }
     GPU_RETURN_IF_ERROR(hipGetLastError(), "launch ColorDctKernel" + where);
   }
-  hipLaunchKernelGGL(SegmentCodeKernel, dim3(p.BandSegments(band), b.frames), dim3(SegmentThreads(p)), 0, stream, p,
-                     b, band);
+  hipLaunchKernelGGL(SegmentCodeKernel, dim3(L.code_ctas), dim3(threads), 0, stream, L);
   GPU_RETURN_IF_ERROR(hipGetLastError(), "launch SegmentCodeKernel" + where);
   return OkStatus();
 }

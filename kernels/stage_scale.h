@@ -111,16 +111,15 @@ CONVEYOR_HD inline int32_t AxisWeight(const AxisTaps& t, int i, int dst) {
   return i == t.first ? kScaleOne - t.lo : t.lo;
 }
 
-// Destination sample (x, y), channel `channel`, of one plane. The 2-D filter is the
-// product of the two 1-D ones: rows are summed with the horizontal weights (int32:
-// at most 255 * 2^14), then weighted vertically in int64 (at most 255 * 2^28) and
-// divided once by the product of the totals, rounding to nearest. Integer sums are exact
-// in any order, so a CPU loop that sums columns first gets the same result. A weighted
-// average of bytes cannot exceed 255; the clamp only guards a plan built by hand.
-CONVEYOR_HD inline uint8_t ScaleSample(const ScalePlaneGeom& g, const uint8_t* src_plane,
-                                       int src_stride, int x, int y, int channel) {
-  const AxisTaps tx = AxisTapsFor(g.src_w, g.dst_w, g.filter_x, x);
-  const AxisTaps ty = AxisTapsFor(g.src_h, g.dst_h, g.filter_y, y);
+// Destination sample (x, y), channel `channel`, of one plane, from the taps of its
+// column (tx) and row (ty). The 2-D filter is the product of the two 1-D ones: rows are
+// summed with the horizontal weights (int32: at most 255 * 2^14), then weighted
+// vertically in int64 (at most 255 * 2^28) and divided once by the product of the
+// totals, rounding to nearest. Integer sums are exact in any order, so a CPU loop that
+// sums columns first gets the same result. A weighted average of bytes cannot exceed
+// 255; the clamp only guards a plan built by hand.
+CONVEYOR_HD inline uint8_t ScaleSampleFromTaps(const ScalePlaneGeom& g, const uint8_t* src_plane, int src_stride,
+                                               const AxisTaps& tx, const AxisTaps& ty, int channel) {
   int64_t sum = 0;
   for (int j = ty.first; j <= ty.last; ++j) {
     const uint8_t* row = src_plane + static_cast<size_t>(j) * src_stride + channel;
@@ -131,6 +130,13 @@ CONVEYOR_HD inline uint8_t ScaleSample(const ScalePlaneGeom& g, const uint8_t* s
   const uint64_t half = (static_cast<uint64_t>(tx.total) * ty.total) >> 1;
   const uint64_t v = DivideByTotal(static_cast<uint64_t>(sum) + half, g.reciprocal);
   return static_cast<uint8_t>(v > 255 ? 255 : v);
+}
+
+// Destination sample (x, y), channel `channel`, of one plane.
+CONVEYOR_HD inline uint8_t ScaleSample(const ScalePlaneGeom& g, const uint8_t* src_plane,
+                                       int src_stride, int x, int y, int channel) {
+  return ScaleSampleFromTaps(g, src_plane, src_stride, AxisTapsFor(g.src_w, g.dst_w, g.filter_x, x),
+                             AxisTapsFor(g.src_h, g.dst_h, g.filter_y, y), channel);
 }
 
 }  // namespace conveyor

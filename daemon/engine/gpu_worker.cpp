@@ -2,11 +2,12 @@
 // pinned input, its device input and output and its events, on three dedicated
 // non-blocking streams:
 //   upload:   H2D of the slot's input                        -> ev_uploaded
-//   encode:   waits ev_uploaded; the four stages band by band -> ev_band[k] after band k
+//   encode:   waits ev_uploaded; the stages band by band      -> ev_band[k] after band k
 //   readback: waits ev_band[k]; D2H of band k alone
-// The issue thread queues a frame's copies and kernels and moves on. Frames of the same
-// shape that are already queued go together: one launch per band and stage carries up
-// to max_launch_frames of them (a single 1080p band fills too few SMs on its own). Each
+// The issue thread queues a frame's copies and kernels and moves on. A launch of each
+// stage carries bands of several encodes: a frame's renditions (Launch() puts the small
+// ones beside the large one's last band) and, optionally, up to max_launch_frames queued
+// frames of the same shape (a single 1080p band fills too few SMs on its own). Each
 // encode lane has a delivery thread that waits on one event at a time, reads band k's
 // size from mapped memory, queues band k's readback and gathers the bytes; frames then
 // reach the caller in submission order (a small reorder step). One delivery thread per lane, because a
@@ -41,6 +42,9 @@ namespace conveyor {
 namespace {
 
 constexpr int kMaxBandsPerFrame = 4096;  // mapped counters per slot, summed over renditions
+// Scratch reserved at start on each encode lane, in bands of the largest frame per frame
+// of a launch.
+constexpr int kLaunchScratchBands = 2;
 // Band buffers per slot on the host side of readback: band k's copy is queued while
 // band k-1's may still be in flight.
 constexpr int kReadbackBuffers = 2;
@@ -98,7 +102,11 @@ class GpuWorker : public Worker {
       ASSIGN_OR_RETURN(EncodePlan p, MakeEncodePlan(largest, worst, BandRows(largest, worst)));
       band_capacity = std::max<uint64_t>(band_capacity, p.band_capacity);
       out_capacity = std::max<uint64_t>(out_capacity, p.band_capacity * p.num_bands);
-      for (EncodeLane& lane : lanes_) RETURN_IF_ERROR(ReserveScratch(lane, p, LaunchFrames()));
+      // Room for kLaunchScratchBands bands of it a launch frame: a ladder's last wave
+      // (1080p's second band, 720p and 360p: 1.3 bands) fits in one launch.
+      for (EncodeLane& lane : lanes_) {
+        RETURN_IF_ERROR(ReserveScratch(lane, ScratchSizes(p, kLaunchScratchBands * LaunchFrames())));
+      }
     }
     for (Slot& s : slots_) {
       ASSIGN_OR_RETURN(s.output, PinnedBuffer::Allocate(kReadbackBuffers * band_capacity, false, "slot output"));
@@ -246,7 +254,8 @@ class GpuWorker : public Worker {
     std::vector<const EncodeTables*> tables;  // per rendition, on the device
     std::vector<size_t> out_offset;  // per rendition, into `out`
     std::vector<std::optional<ScalePlan>> scale_plans;  // per rendition; empty: source size
-    size_t scaled_bytes = 0;  // the largest scaled rendition
+    std::vector<size_t> scaled_offset;  // per scaled rendition, into the frame's part of the lane's `scaled`
+    size_t scaled_bytes = 0;  // every scaled rendition of the frame, end to end
     Status status;
     int lane = 0;           // the encode lane (and delivery thread) this frame uses
     uint64_t sequence = 0;  // submission order, for in-order delivery
@@ -301,9 +310,9 @@ class GpuWorker : public Worker {
 
   // Scratch shared by every slot, used only on the encode stream. Growing waits for that
   // stream first; it happens only when a frame needs more than any before it.
-  Status ReserveScratch(EncodeLane& lane, const EncodePlan& p, int frames) {
+  Status ReserveScratch(EncodeLane& lane, const BandScratchSizes& bytes) {
     const uint64_t before = lane.scratch.bytes();
-    RETURN_IF_ERROR(lane.scratch.Reserve(p, frames, lane.stream.get(), [&lane] {
+    RETURN_IF_ERROR(lane.scratch.Reserve(bytes, lane.stream.get(), [&lane] {
       return GpuStatus(hipStreamSynchronize(lane.stream.get()), "hipStreamSynchronize(encode) before growing scratch");
     }));
     device_bytes_ += lane.scratch.bytes() - before;
@@ -376,6 +385,7 @@ class GpuWorker : public Worker {
     s.plans.clear();
     s.out_offset.clear();
     s.scale_plans.assign(s.request.renditions.size(), std::nullopt);
+    s.scaled_offset.assign(s.request.renditions.size(), 0);
     s.scaled_bytes = 0;
     size_t out_total = 0, bands_total = 0;
     for (size_t i = 0; i < s.request.renditions.size(); ++i) {
@@ -386,7 +396,8 @@ class GpuWorker : public Worker {
                                                      RenditionHeight(s.request, i)));
         shape.width = sp.dst_width;
         shape.height = sp.dst_height;
-        s.scaled_bytes = std::max(s.scaled_bytes, sp.dst_size);
+        s.scaled_offset[i] = s.scaled_bytes;
+        s.scaled_bytes += (sp.dst_size + 255) / 256 * 256;  // each rendition's planes aligned as an allocation's
         s.scale_plans[i] = sp;
       }
       const PlaneGeometry g = PackedPlaneGeometry(f.format, shape.width, shape.height);
@@ -462,57 +473,104 @@ class GpuWorker : public Worker {
     }
   }
 
+  // Encodes a group's renditions in waves of launches. Wave w carries, for every frame,
+  // band w - (waves - bands) of each rendition that has it: renditions end with the
+  // largest one's last band, so its first bands go out alone (the soonest first byte) and
+  // the small renditions share the last launch instead of adding launches of their own.
+  // A coding launch costs about 20 us of critical path however little it holds
+  // (BENCHMARKS.md), so launches, not work, set the ladder's pace.
   Status Launch(const std::vector<Slot*>& group) {
     Slot& first = *group.front();
-    const FrameView& f = first.request.frame;
     const int frames = static_cast<int>(group.size());
+    const int renditions = static_cast<int>(first.plans.size());
     EncodeLane& lane = lanes_[first.lane];
     if (first.scaled_bytes > 0) RETURN_IF_ERROR(ReserveScaled(lane, first.scaled_bytes * frames));
-    for (const EncodePlan& p : first.plans) RETURN_IF_ERROR(ReserveScratch(lane, p, frames));
-
-    // Encode, band by band, an event after each, once every frame has uploaded.
     for (Slot* s : group) {
       RETURN_IF_ERROR(Check("hipStreamWaitEvent(encode, uploaded)", s->index,
                             hipStreamWaitEvent(lane.stream.get(), s->uploaded.get(), 0)));
       if (options_.stage_timing) (void)hipEventRecord(s->encode_start.get(), lane.stream.get());
     }
-    int flat = 0;
-    for (size_t r = 0; r < first.plans.size(); ++r) {
-      const EncodePlan& p = first.plans[r];
-      BandDeviceBuffers b{};
-      b.frames = frames;
-      for (int i = 0; i < frames; ++i) {
-        const Slot& s = *group[i];
-        // The frame this rendition's bands read: the upload itself, or its scaled copy.
-        // Renditions take turns in the lane's scaled buffer: all of it is encode-stream work.
-        const uint8_t* frame = s.source.get<uint8_t>();
-        if (first.scale_plans[r]) {
-          const SourcePlanes uploaded = PackedSourcePlanes(s.source.get<uint8_t>(), f.format, f.width, f.height);
-          uint8_t* scaled = lane.scaled.get<uint8_t>() + i * first.scaled_bytes;
-          RETURN_IF_ERROR(Injected("launch scale", s.index));
-          RETURN_IF_ERROR(EnqueueScale(*first.scale_plans[r], uploaded, scaled, lane.stream.get())
-                              .WithContext("slot " + std::to_string(s.index)));
-          frame = scaled;
-        }
-        b.frame[i].source = PackedSourcePlanes(frame, f.format, p.width, p.height);
-      }
-      lane.scratch.Fill(&b);
-      b.tables = first.tables[r];  // the group shares qualities (SameShape)
-      for (int band = 0; band < p.num_bands; ++band, ++flat) {
+    std::vector<int> flat_base(renditions);  // rendition r's band k is band_done[flat_base[r] + k]
+    int waves = 0;
+    for (int r = 0, flat = 0; r < renditions; ++r) {
+      flat_base[r] = flat;
+      flat += first.plans[r].num_bands;
+      waves = std::max(waves, first.plans[r].num_bands);
+    }
+    // The frame rendition r of frame i is encoded from: the upload, or its scaled copy in
+    // the lane's buffer (queued before the rendition's first wave; encode-stream work).
+    std::vector<SourcePlanes> source(static_cast<size_t>(renditions) * frames);
+    for (int wave = 0; wave < waves; ++wave) {
+      std::vector<std::pair<int, int>> pending;  // (rendition, frame)
+      for (int r = 0; r < renditions; ++r) {
+        const EncodePlan& p = first.plans[r];
+        const int band = wave - (waves - p.num_bands);
+        if (band < 0) continue;
         for (int i = 0; i < frames; ++i) {
-          const Slot& s = *group[i];
-          b.frame[i].band_out = s.out.get<uint8_t>() + s.out_offset[r] + band * p.band_capacity;
-          b.frame[i].band_bytes = s.band_bytes.device_get<uint32_t>() + flat;
+          if (band == 0) RETURN_IF_ERROR(PrepareSource(*group[i], r, i, lane, &source[r * frames + i]));
+          pending.emplace_back(r, i);
         }
+      }
+      for (size_t next = 0; next < pending.size();) {
+        BandLaunch launch{};
+        std::vector<int> launch_plan(renditions, -1);
+        const size_t begin = next;
+        for (; next < pending.size(); ++next) {
+          const auto [r, i] = pending[next];
+          const EncodePlan& p = first.plans[r];
+          if (launch.items == kMaxLaunchItems || (launch_plan[r] < 0 && launch.plans == kMaxLaunchPlans)) break;
+          const BandLaunch before = launch;
+          if (launch_plan[r] < 0) {
+            launch_plan[r] = launch.plans;
+            launch.plan[launch.plans] = p;
+            launch.tables[launch.plans++] = first.tables[r];
+          }
+          const Slot& s = *group[i];
+          const int band = wave - (waves - p.num_bands);
+          BandItem& item = launch.item[launch.items++];
+          item.io.source = source[r * frames + i];
+          item.io.band_out = s.out.get<uint8_t>() + s.out_offset[r] + band * p.band_capacity;
+          item.io.band_bytes = s.band_bytes.device_get<uint32_t>() + flat_base[r] + band;
+          item.plan = launch_plan[r];
+          item.band = band;
+          // Items join while the lane's scratch holds them all; a lone item grows it.
+          if (next > begin && !lane.scratch.Holds(LaunchScratchBytes(launch))) {
+            if (launch.plans != before.plans) launch_plan[r] = -1;
+            launch = before;
+            break;
+          }
+        }
+        RETURN_IF_ERROR(ReserveScratch(lane, LaunchScratchBytes(launch)));
         Status launched = Injected("launch band stages", first.index);
-        if (launched.ok()) launched = EnqueueBandStages(p, b, band, lane.stream.get());
+        if (launched.ok()) launched = EnqueueBandStages(launch, lane.scratch.buffers(), lane.stream.get());
         if (!launched.ok()) return launched.WithContext(SlotNames(group));  // names built only on failure
-        for (Slot* s : group) {
-          RETURN_IF_ERROR(Check("hipEventRecord(band_done)", s->index,
-                                hipEventRecord(s->band_done[flat].get(), lane.stream.get())));
+        for (size_t k = begin; k < next; ++k) {
+          const auto [r, i] = pending[k];
+          Slot& s = *group[i];
+          const int flat = flat_base[r] + wave - (waves - first.plans[r].num_bands);
+          RETURN_IF_ERROR(Check("hipEventRecord(band_done)", s.index,
+                                hipEventRecord(s.band_done[flat].get(), lane.stream.get())));
         }
       }
     }
+    return OkStatus();
+  }
+
+  // The device frame rendition r of frame `s` (the i-th of its launch group) is encoded
+  // from: the upload itself, or a scaled copy queued now on the lane's stream.
+  Status PrepareSource(Slot& s, int r, int i, EncodeLane& lane, SourcePlanes* out) {
+    const FrameView& f = s.request.frame;
+    const EncodePlan& p = s.plans[r];
+    const uint8_t* frame = s.source.get<uint8_t>();
+    if (s.scale_plans[r]) {
+      const SourcePlanes uploaded = PackedSourcePlanes(s.source.get<uint8_t>(), f.format, f.width, f.height);
+      uint8_t* scaled = lane.scaled.get<uint8_t>() + i * s.scaled_bytes + s.scaled_offset[r];
+      RETURN_IF_ERROR(Injected("launch scale", s.index));
+      RETURN_IF_ERROR(EnqueueScale(*s.scale_plans[r], uploaded, scaled, lane.stream.get())
+                          .WithContext("slot " + std::to_string(s.index)));
+      frame = scaled;
+    }
+    *out = PackedSourcePlanes(frame, f.format, p.width, p.height);
     return OkStatus();
   }
 

@@ -226,6 +226,7 @@ Status Run(const PipelineBenchOptions& o) {
   std::vector<OwnedFrame> heavy_frames;
   EncodeParams base;
   base.quality = o.quality;
+  base.restart_interval = o.restart;  // -1 is kRestartAuto
   ASSIGN_OR_RETURN(base.subsampling, ParseSubsampling(o.subsampling));
   EncodeParams heavy_params = base;
   heavy_params.quality = o.stall_quality;
@@ -412,6 +413,7 @@ void AddPipelineCommand(CLI::App& app, PipelineBenchOptions* o, int* exit_code) 
   cmd->add_option("--format", o->format, "Pixel format of raw input or synthetic frames")->capture_default_str();
   cmd->add_option("--quality", o->quality, "JPEG quality")->capture_default_str();
   cmd->add_option("--subsampling", o->subsampling, "420, 422 or 444")->capture_default_str();
+  cmd->add_option("--restart", o->restart, "Restart interval in MCUs; -1 auto, 0 none")->capture_default_str();
   cmd->add_option("--frames", o->frames, "Frames per mode")->capture_default_str();
   cmd->add_option("--worker", o->worker, "cpu, gpu or auto")->capture_default_str();
   cmd->add_option("--modes", o->modes, "Comma-separated: serial, off, on")->capture_default_str();

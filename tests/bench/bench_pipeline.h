@@ -14,6 +14,7 @@ struct PipelineBenchOptions {
   std::string format = "yuv420p";
   int quality = 85;
   std::string subsampling = "420";
+  int restart = -1;             // restart interval in MCUs; -1 auto, 0 none
   int frames = 600;
   std::string worker = "auto";
   std::string modes = "serial,off,on";

@@ -148,15 +148,12 @@ StatusOr<std::vector<FrameTimes>> RunSerial(int device, const std::vector<const 
     }
     // Synchronous copy from pageable memory.
     GPU_RETURN_IF_ERROR(hipMemcpy(source.get(), frames[i]->bytes.data(), bytes, hipMemcpyHostToDevice), "hipMemcpy(upload)");
-    BandDeviceBuffers b{};
-    b.frames = 1;
-    b.frame[0].source = PackedSourcePlanes(source.get<uint8_t>(), f.format, f.width, f.height);
-    scratch.Fill(&b);
-    b.tables = tables.get<EncodeTables>();
+    const SourcePlanes planes = PackedSourcePlanes(source.get<uint8_t>(), f.format, f.width, f.height);
     for (int band = 0; band < p.num_bands; ++band) {
-      b.frame[0].band_out = out.get<uint8_t>() + band * p.band_capacity;
-      b.frame[0].band_bytes = counts.device_get<uint32_t>() + band;
-      RETURN_IF_ERROR(EnqueueBandStages(p, b, band, legacy));
+      BandLaunch launch = SingleBandLaunch(p, tables.get<EncodeTables>(), planes, band,
+                                           out.get<uint8_t>() + band * p.band_capacity,
+                                           counts.device_get<uint32_t>() + band);
+      RETURN_IF_ERROR(EnqueueBandStages(launch, scratch.buffers(), legacy));
     }
     // Whole-frame wait, then every band back with synchronous pageable copies.
     GPU_RETURN_IF_ERROR(hipStreamSynchronize(legacy), "whole-frame wait");

@@ -382,32 +382,66 @@ TEST_P(WorkerTest, RenditionsMatchCpuScaledReferences) {
   std::printf("renditions checked: %d\n", checked);
 }
 
+// Holds the issue thread on the first group it takes until Release(), and records the
+// size of every group, so that the frames submitted meanwhile queue behind it.
+class IssueGate {
+ public:
+  std::function<void(int)> Hook() {
+    return [this](int frames) {
+      bool first;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        groups_.push_back(frames);
+        first = groups_.size() == 1;
+      }
+      if (first) {
+        entered_.set_value();
+        released_.wait();
+      }
+    };
+  }
+  bool WaitEntered() { return entered_.get_future().wait_for(std::chrono::seconds(60)) == std::future_status::ready; }
+  void Release() { release_.set_value(); }
+  std::vector<int> groups() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return groups_;
+  }
+
+ private:
+  std::promise<void> release_, entered_;
+  std::shared_future<void> released_ = release_.get_future().share();
+  std::mutex mu_;
+  std::vector<int> groups_;
+};
+
+// Eight slots, four frames a launch at most, and the gate on the issue thread.
+WorkerOptions BatchingOptions(IssueGate& gate) {
+  WorkerOptions options;
+  options.slots = 8;
+  options.max_launch_frames = 4;
+  options.test_on_issue = gate.Hook();
+  return options;
+}
+
+// Submits the first job, waits until the issue thread holds it, then submits the rest,
+// releases the gate and waits for every frame.
+void SubmitBehindGate(Worker& worker, IssueGate& gate, const std::vector<Job>& jobs, Collector& got) {
+  SubmitJobs(worker, jobs, got, 0, 1);
+  const bool held = gate.WaitEntered();
+  if (held) SubmitJobs(worker, jobs, got, 1, jobs.size());
+  gate.Release();
+  ASSERT_TRUE(held) << "the issue thread never took the first frame";
+  worker.Flush();
+}
+
 // Frames of one shape that are already queued share launches, with their renditions;
 // a frame of another shape starts the next group. The first frame goes in alone, and
 // the issue thread is held on it while the rest are submitted, which makes the groups
 // certain: {A}, {A A}, {B}, {A A A A} with four frames a launch at most.
 TEST_P(WorkerTest, QueuedFramesOfOneShapeShareLaunches) {
   if (GetParam() == "cpu") GTEST_SKIP() << "the CPU worker encodes each frame on its own: launches are a GPU matter";
-  std::promise<void> release, entered;
-  std::shared_future<void> released = release.get_future().share();
-  std::mutex mu;
-  std::vector<int> groups;
-  WorkerOptions options;
-  options.slots = 8;
-  options.max_launch_frames = 4;
-  options.test_on_issue = [&](int frames) {
-    bool first;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      groups.push_back(frames);
-      first = groups.size() == 1;
-    }
-    if (first) {
-      entered.set_value();
-      released.wait();
-    }
-  };
-  MAKE_OR_SKIP(worker, options);
+  IssueGate gate;
+  MAKE_OR_SKIP(worker, BatchingOptions(gate));
   std::vector<Job> jobs;
   for (int i = 0; i < 8; ++i) {
     if (i == 3) {
@@ -419,20 +453,37 @@ TEST_P(WorkerTest, QueuedFramesOfOneShapeShareLaunches) {
     }
   }
   Collector got;
-  SubmitJobs(*worker, jobs, got, 0, 1);
-  const bool held = entered.get_future().wait_for(std::chrono::seconds(60)) == std::future_status::ready;
-  if (held) SubmitJobs(*worker, jobs, got, 1, jobs.size());
-  release.set_value();
-  ASSERT_TRUE(held) << "the issue thread never took the first frame";
+  SubmitBehindGate(*worker, gate, jobs, got);
   if (HasFatalFailure()) return;
-  worker->Flush();
-  EXPECT_EQ(groups, (std::vector<int>{1, 2, 1, 4}));
+  EXPECT_EQ(gate.groups(), (std::vector<int>{1, 2, 1, 4}));
   const WorkerStats st = worker->Stats();
   EXPECT_EQ(st.launch_groups, 4u);
   EXPECT_EQ(st.launch_group_frames, 8u);
   ASSERT_EQ(got.results.size(), jobs.size());
   for (size_t i = 0; i < got.order.size(); ++i) EXPECT_EQ(got.order[i], i);
   EXPECT_EQ(ExpectRenditionsMatchCpu(jobs, got), 15);
+}
+
+// More bands than one launch carries: four frames of five renditions each (20 bands of
+// five encodes in their last wave, past kMaxLaunchItems and kMaxLaunchPlans) split into
+// several launches, with mixed qualities and subsamplings, and still match the CPU.
+TEST_P(WorkerTest, RenditionLaddersPastALaunchsBoundsSplit) {
+  if (GetParam() == "cpu") GTEST_SKIP() << "the CPU worker encodes each frame on its own: launches are a GPU matter";
+  IssueGate gate;
+  MAKE_OR_SKIP(worker, BatchingOptions(gate));
+  std::vector<Job> jobs;
+  for (int i = 0; i < 5; ++i) {
+    jobs.push_back({testing::MakeSyntheticFrame(1280, 720, PixelFormat::kNv12, 60 + i),
+                    {MakeRendition(0, 0, 85, Subsampling::k420), MakeRendition(960, 540, 70, Subsampling::k444),
+                     MakeRendition(640, 360, 90, Subsampling::k420), MakeRendition(482, 270, 60, Subsampling::k422),
+                     MakeRendition(318, 178, 95, Subsampling::k420)}});
+  }
+  Collector got;
+  SubmitBehindGate(*worker, gate, jobs, got);
+  if (HasFatalFailure()) return;
+  EXPECT_EQ(gate.groups(), (std::vector<int>{1, 4}));
+  for (size_t i = 0; i < got.order.size(); ++i) EXPECT_EQ(got.order[i], i);
+  EXPECT_EQ(ExpectRenditionsMatchCpu(jobs, got), 25);
 }
 
 INSTANTIATE_TEST_SUITE_P(Workers, WorkerTest, ::testing::Values("cpu", "gpu"),

@@ -45,86 +45,17 @@ void TranscodeReactor::OnReadDone(bool ok) {
       return;
     }
     session_ = std::move(created).value();
+    input_ = std::make_unique<SessionInput>(session_);
     session_->Start(this);
     ReadNext();
     return;
   }
-  HandleRequest();
-}
-
-void TranscodeReactor::HandleRequest() {
-  Status failure;
-  bool read_next = false;
-  {
-    std::lock_guard<std::mutex> lock(input_mu_);
-    switch (request_.message_case()) {
-      case v1::TranscodeRequest::kSpec:
-        failure = InvalidArgument("spec: sent twice; only the first request carries a JobSpec");
-        break;
-      case v1::TranscodeRequest::kContainerChunk: {
-        const std::string& data = request_.container_chunk();
-        pending_bytes_.assign(data.begin(), data.end());
-        break;
-      }
-      case v1::TranscodeRequest::kFrameChunk:
-        pending_frame_ = std::move(*request_.mutable_frame_chunk());
-        break;
-      default:
-        failure = InvalidArgument("message: empty request");
-        break;
-    }
-    if (failure.ok()) {
-      StatusOr<bool> taken = PushPendingLocked();
-      if (!taken.ok()) {
-        failure = taken.status();
-      } else if (*taken) {
-        read_next = true;
-      } else {
-        paused_ = true;
-      }
-    }
-  }
-  // Outside input_mu_: cancelling the session wakes ResumeReading, which takes it.
-  if (!failure.ok()) {
-    FailSession(failure);
-  } else if (read_next) {
-    ReadNext();
-  }
-}
-
-StatusOr<bool> TranscodeReactor::PushPendingLocked() {
-  StatusOr<bool> taken = pending_frame_ ? session_->TryPushFrameChunk(*pending_frame_)
-                                        : session_->TryPushContainerBytes(pending_bytes_);
-  if (taken.ok() && *taken) {
-    pending_frame_.reset();
-    pending_bytes_.clear();
-  }
-  return taken;
+  if (input_->Offer(request_)) ReadNext();
 }
 
 void TranscodeReactor::ResumeReading() {
-  Status failure;
-  bool read_next = false;
-  {
-    std::lock_guard<std::mutex> lock(input_mu_);
-    if (!paused_) return;
-    StatusOr<bool> taken = PushPendingLocked();
-    if (!taken.ok()) {
-      failure = taken.status();
-      paused_ = false;
-    } else if (*taken) {
-      paused_ = false;
-      read_next = true;
-    }
-  }
-  if (!failure.ok()) {
-    FailSession(failure);
-  } else if (read_next) {
-    ReadNext();
-  }
+  if (input_->Resume()) ReadNext();
 }
-
-void TranscodeReactor::FailSession(const Status& status) { session_->Cancel(status); }
 
 void TranscodeReactor::ReadNext() {
   // Never a read once the stream is ending: a StartRead after Finish is not allowed (it

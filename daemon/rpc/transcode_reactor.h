@@ -8,12 +8,12 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <vector>
 
 #include <grpcpp/grpcpp.h>
 
 #include "auth.h"
 #include "conveyor/v1/transcoder.grpc.pb.h"
+#include "session_input.h"
 #include "session_manager.h"
 
 namespace conveyor {
@@ -39,9 +39,6 @@ class TranscodeReactor final : public grpc::ServerBidiReactor<v1::TranscodeReque
   void Abort() override;
 
  private:
-  void HandleRequest();                  // the request just read, with a session
-  StatusOr<bool> PushPendingLocked();    // offers the pending input; true once taken
-  void FailSession(const Status& status);
   void ReadNext();                       // StartRead, unless the stream is ending
   void MaybeWriteLocked();
 
@@ -51,11 +48,7 @@ class TranscodeReactor final : public grpc::ServerBidiReactor<v1::TranscodeReque
   std::shared_ptr<Session> session_;
 
   v1::TranscodeRequest request_;         // the read buffer
-  // Input the session refused for lack of room, retried on ResumeReading().
-  std::mutex input_mu_;
-  bool paused_ = false;
-  std::vector<uint8_t> pending_bytes_;
-  std::optional<v1::RawFrameChunk> pending_frame_;
+  std::unique_ptr<SessionInput> input_;  // with the session: what it refused for lack of room
 
   std::mutex mu_;                        // the write side
   std::deque<v1::TranscodeResponse> outbox_;

@@ -4,7 +4,7 @@
 namespace conveyor::session_test {
 
 FakeReactor::FakeReactor(std::shared_ptr<Session> session, SessionManager* manager)
-    : session_(std::move(session)), manager_(manager) {
+    : session_(std::move(session)), manager_(manager), input_(session_) {
   writer_ = std::thread([this] { WriteLoop(); });
 }
 
@@ -42,7 +42,7 @@ bool FakeReactor::WaitForRead() {
 
 bool FakeReactor::Read(v1::TranscodeRequest request) {
   if (!WaitForRead()) return false;
-  HandleRequest(request);
+  if (input_.Offer(request)) ReadNext();
   return true;
 }
 
@@ -56,68 +56,8 @@ bool FakeReactor::HalfClose() {
   return true;
 }
 
-void FakeReactor::HandleRequest(v1::TranscodeRequest& request) {
-  Status failure;
-  bool read_next = false;
-  {
-    std::lock_guard<std::mutex> lock(input_mu_);
-    if (request.has_container_chunk()) {
-      const std::string& data = request.container_chunk();
-      pending_bytes_.assign(data.begin(), data.end());
-    } else if (request.has_frame_chunk()) {
-      pending_frame_ = std::move(*request.mutable_frame_chunk());
-    } else {
-      failure = InvalidArgument("message: empty request");
-    }
-    if (failure.ok()) {
-      StatusOr<bool> taken = PushPendingLocked();
-      if (!taken.ok()) {
-        failure = taken.status();
-      } else if (*taken) {
-        read_next = true;
-      } else {
-        paused_ = true;
-      }
-    }
-  }
-  // Outside input_mu_, as in the reactor: cancelling wakes ResumeReading, which takes it.
-  if (!failure.ok()) {
-    session_->Cancel(failure);
-  } else if (read_next) {
-    ReadNext();
-  }
-}
-
-StatusOr<bool> FakeReactor::PushPendingLocked() {
-  StatusOr<bool> taken = pending_frame_ ? session_->TryPushFrameChunk(*pending_frame_)
-                                        : session_->TryPushContainerBytes(pending_bytes_);
-  if (taken.ok() && *taken) {
-    pending_frame_.reset();
-    pending_bytes_.clear();
-  }
-  return taken;
-}
-
 void FakeReactor::ResumeReading() {
-  Status failure;
-  bool read_next = false;
-  {
-    std::lock_guard<std::mutex> lock(input_mu_);
-    if (!paused_) return;
-    StatusOr<bool> taken = PushPendingLocked();
-    if (!taken.ok()) {
-      failure = taken.status();
-      paused_ = false;
-    } else if (*taken) {
-      paused_ = false;
-      read_next = true;
-    }
-  }
-  if (!failure.ok()) {
-    session_->Cancel(failure);
-  } else if (read_next) {
-    ReadNext();
-  }
+  if (input_.Resume()) ReadNext();
 }
 
 void FakeReactor::ReadNext() {
@@ -192,9 +132,6 @@ size_t FakeReactor::Unwritten() const {
   return outbox_.size();
 }
 
-bool FakeReactor::ReadingPaused() const {
-  std::lock_guard<std::mutex> lock(input_mu_);
-  return paused_;
-}
+bool FakeReactor::ReadingPaused() const { return input_.Paused(); }
 
 }  // namespace conveyor::session_test

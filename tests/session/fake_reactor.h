@@ -1,8 +1,9 @@
 // A stand-in for the gRPC Transcode reactor (daemon/rpc/transcode_reactor.cpp) that
-// drives a Session with the same call pattern, minus gRPC: one read at a time, a refused
-// push parks the message until ResumeReading, one write at a time with OnSent after it,
-// the close status only once every sent message is written, DetachSink and Remove at the
-// end (OnDone). Writes can be held, which is a client that stopped reading.
+// drives a Session with the same call pattern, minus gRPC: one read at a time through
+// the reactor's own SessionInput (a refused push parks the message until
+// ResumeReading), one write at a time with OnSent after it, the close status only once
+// every sent message is written, DetachSink and Remove at the end (OnDone). Writes can
+// be held, which is a client that stopped reading.
 #pragma once
 
 #include <chrono>
@@ -16,6 +17,7 @@
 
 #include "conveyor/v1/transcoder.pb.h"
 #include "session.h"
+#include "session_input.h"
 #include "session_manager.h"
 #include "status.h"
 
@@ -60,8 +62,6 @@ class FakeReactor : public SessionSink {
   void Abort() override;
 
  private:
-  void HandleRequest(v1::TranscodeRequest& request);
-  StatusOr<bool> PushPendingLocked();
   void ReadNext();
   bool WaitForRead();
   void WriteLoop();
@@ -69,11 +69,7 @@ class FakeReactor : public SessionSink {
   const std::shared_ptr<Session> session_;
   SessionManager* const manager_;
 
-  // Input, as the reactor's input_mu_: the message a refused push left behind.
-  mutable std::mutex input_mu_;
-  std::optional<v1::RawFrameChunk> pending_frame_;
-  std::vector<uint8_t> pending_bytes_;
-  bool paused_ = false;
+  SessionInput input_;  // the reactor's input side itself
 
   // Stream state and output, as the reactor's mu_.
   mutable std::mutex mu_;

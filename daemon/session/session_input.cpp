@@ -1,0 +1,80 @@
+// A Transcode stream's input into its Session (see session_input.h).
+#include "session_input.h"
+
+namespace conveyor {
+
+bool SessionInput::Offer(v1::TranscodeRequest& request) {
+  Status failure;
+  bool read_next = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    switch (request.message_case()) {
+      case v1::TranscodeRequest::kSpec:
+        failure = InvalidArgument("spec: sent twice; only the first request carries a JobSpec");
+        break;
+      case v1::TranscodeRequest::kContainerChunk: {
+        const std::string& data = request.container_chunk();
+        pending_bytes_.assign(data.begin(), data.end());
+        break;
+      }
+      case v1::TranscodeRequest::kFrameChunk:
+        pending_frame_ = std::move(*request.mutable_frame_chunk());
+        break;
+      default:
+        failure = InvalidArgument("message: empty request");
+        break;
+    }
+    if (failure.ok()) {
+      StatusOr<bool> taken = PushPendingLocked();
+      if (!taken.ok()) {
+        failure = taken.status();
+      } else if (*taken) {
+        read_next = true;
+      } else {
+        paused_ = true;
+      }
+    }
+  }
+  return Settle(failure, read_next);
+}
+
+bool SessionInput::Resume() {
+  Status failure;
+  bool read_next = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!paused_) return false;
+    StatusOr<bool> taken = PushPendingLocked();
+    if (!taken.ok()) {
+      failure = taken.status();
+      paused_ = false;
+    } else if (*taken) {
+      paused_ = false;
+      read_next = true;
+    }
+  }
+  return Settle(failure, read_next);
+}
+
+bool SessionInput::Paused() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return paused_;
+}
+
+StatusOr<bool> SessionInput::PushPendingLocked() {
+  StatusOr<bool> taken = pending_frame_ ? session_->TryPushFrameChunk(*pending_frame_)
+                                        : session_->TryPushContainerBytes(pending_bytes_);
+  if (taken.ok() && *taken) {
+    pending_frame_.reset();
+    pending_bytes_.clear();
+  }
+  return taken;
+}
+
+bool SessionInput::Settle(const Status& failure, bool read_next) {
+  if (failure.ok()) return read_next;
+  session_->Cancel(failure);
+  return false;
+}
+
+}  // namespace conveyor

@@ -13,7 +13,7 @@ namespace conveyor {
 
 class BandScratch {
  public:
-  // Grows every buffer to at least `bytes` (LaunchScratchBytes of a launch). When one has
+  // Grows every buffer to at least `bytes` (the ScratchSizes of a launch's items). When one has
   // to be replaced, `before_grow` runs first: it must wait for the encode stream, whose
   // queued work may still use the old buffer. `stream` is the encode stream, on which a
   // new coordination buffer is zeroed.

@@ -30,10 +30,14 @@ struct BandFrame {
   uint32_t* band_bytes;  // this band's byte count (mapped host memory)
 };
 
-// Elements of each band-local scratch buffer that one item of a launch uses.
+// Elements (ScratchElements) or bytes (ScratchSizes) of each band-local scratch buffer.
 struct BandScratchSizes {
   size_t levels, block_words, block_bits, segment_words, coordination;
 };
+inline BandScratchSizes operator+(BandScratchSizes a, const BandScratchSizes& b) {
+  return {a.levels + b.levels, a.block_words + b.block_words, a.block_bits + b.block_bits,
+          a.segment_words + b.segment_words, a.coordination + b.coordination};
+}
 CONVEYOR_HD inline BandScratchSizes ScratchElements(const EncodePlan& p) {
   BandScratchSizes s;
   const size_t blocks = p.BandBlocks();
@@ -83,13 +87,12 @@ struct BandLaunch {
   int dct_ctas, code_ctas;  // grid sizes, filled by EnqueueBandStages
 };
 
-// Bytes of each scratch buffer that `launch`'s items need, end to end.
-BandScratchSizes LaunchScratchBytes(const BandLaunch& launch);
-// Bytes of each scratch buffer for `frames` items of a band of this plan.
+// Bytes of each scratch buffer for `frames` items of a band of this plan. A launch needs
+// the sum over its items.
 BandScratchSizes ScratchSizes(const EncodePlan& plan, int frames);
 
 // Every stage of every item of `launch`, enqueued on `stream`, with the items' scratch
-// regions carved from `scratch` (which must hold LaunchScratchBytes()). Returns argument
+// regions carved from `scratch` (which must hold the items' ScratchSizes). Returns argument
 // and launch errors only; execution errors surface at the next wait on the stream or an
 // event recorded after.
 Status EnqueueBandStages(BandLaunch& launch, const BandScratchBuffers& scratch, hipStream_t stream);

@@ -451,38 +451,14 @@ static int SegmentThreads(const EncodePlan& p) {
   return std::min(kSegmentThreads, std::max(64, (want + 63) / 64 * 64));
 }
 
-static BandScratchSizes Bytes(BandScratchSizes s) {
-  s.levels *= sizeof(int16_t);
-  s.block_words *= sizeof(uint32_t);
-  s.block_bits *= sizeof(uint32_t);
-  s.segment_words *= sizeof(uint32_t);
-  s.coordination *= sizeof(uint32_t);
-  return s;
-}
-
 BandScratchSizes ScratchSizes(const EncodePlan& p, int frames) {
   BandScratchSizes s = ScratchElements(p);
-  s.levels *= frames;
-  s.block_words *= frames;
-  s.block_bits *= frames;
-  s.segment_words *= frames;
-  s.coordination *= frames;
-  return Bytes(s);
-}
-
-BandScratchSizes LaunchScratchBytes(const BandLaunch& L) {
-  BandScratchSizes total{0, 0, 0, 0, 0};
-  for (int i = 0; i < L.items && i < kMaxLaunchItems; ++i) {
-    const int plan = L.item[i].plan;
-    if (plan < 0 || plan >= L.plans || plan >= kMaxLaunchPlans) continue;  // EnqueueBandStages refuses it
-    const BandScratchSizes s = ScratchSizes(L.plan[plan], 1);
-    total.levels += s.levels;
-    total.block_words += s.block_words;
-    total.block_bits += s.block_bits;
-    total.segment_words += s.segment_words;
-    total.coordination += s.coordination;
-  }
-  return total;
+  s.levels *= frames * sizeof(int16_t);
+  s.block_words *= frames * sizeof(uint32_t);
+  s.block_bits *= frames * sizeof(uint32_t);
+  s.segment_words *= frames * sizeof(uint32_t);
+  s.coordination *= frames * sizeof(uint32_t);
+  return s;
 }
 
 BandLaunch SingleBandLaunch(const EncodePlan& plan, const EncodeTables* tables, const SourcePlanes& source,

@@ -500,56 +500,55 @@ class GpuWorker : public Worker {
     // The frame rendition r of frame i is encoded from: the upload, or its scaled copy in
     // the lane's buffer (queued before the rendition's first wave; encode-stream work).
     std::vector<SourcePlanes> source(static_cast<size_t>(renditions) * frames);
+    struct Pending {
+      int rendition, frame, band;
+    };
     for (int wave = 0; wave < waves; ++wave) {
-      std::vector<std::pair<int, int>> pending;  // (rendition, frame)
+      std::vector<Pending> pending;
       for (int r = 0; r < renditions; ++r) {
-        const EncodePlan& p = first.plans[r];
-        const int band = wave - (waves - p.num_bands);
+        const int band = wave - (waves - first.plans[r].num_bands);
         if (band < 0) continue;
         for (int i = 0; i < frames; ++i) {
           if (band == 0) RETURN_IF_ERROR(PrepareSource(*group[i], r, i, lane, &source[r * frames + i]));
-          pending.emplace_back(r, i);
+          pending.push_back({r, i, band});
         }
       }
       for (size_t next = 0; next < pending.size();) {
         BandLaunch launch{};
+        BandScratchSizes need{};  // the launch's scratch so far
         std::vector<int> launch_plan(renditions, -1);
         const size_t begin = next;
         for (; next < pending.size(); ++next) {
-          const auto [r, i] = pending[next];
+          const Pending& item = pending[next];
+          const int r = item.rendition;
           const EncodePlan& p = first.plans[r];
           if (launch.items == kMaxLaunchItems || (launch_plan[r] < 0 && launch.plans == kMaxLaunchPlans)) break;
-          const BandLaunch before = launch;
+          // Items join while the lane's scratch holds them all; a lone item grows it.
+          const BandScratchSizes more = need + ScratchSizes(p, 1);
+          if (launch.items > 0 && !lane.scratch.Holds(more)) break;
+          need = more;
           if (launch_plan[r] < 0) {
             launch_plan[r] = launch.plans;
             launch.plan[launch.plans] = p;
             launch.tables[launch.plans++] = first.tables[r];
           }
-          const Slot& s = *group[i];
-          const int band = wave - (waves - p.num_bands);
-          BandItem& item = launch.item[launch.items++];
-          item.io.source = source[r * frames + i];
-          item.io.band_out = s.out.get<uint8_t>() + s.out_offset[r] + band * p.band_capacity;
-          item.io.band_bytes = s.band_bytes.device_get<uint32_t>() + flat_base[r] + band;
-          item.plan = launch_plan[r];
-          item.band = band;
-          // Items join while the lane's scratch holds them all; a lone item grows it.
-          if (next > begin && !lane.scratch.Holds(LaunchScratchBytes(launch))) {
-            if (launch.plans != before.plans) launch_plan[r] = -1;
-            launch = before;
-            break;
-          }
+          const Slot& s = *group[item.frame];
+          BandItem& b = launch.item[launch.items++];
+          b.io.source = source[r * frames + item.frame];
+          b.io.band_out = s.out.get<uint8_t>() + s.out_offset[r] + item.band * p.band_capacity;
+          b.io.band_bytes = s.band_bytes.device_get<uint32_t>() + flat_base[r] + item.band;
+          b.plan = launch_plan[r];
+          b.band = item.band;
         }
-        RETURN_IF_ERROR(ReserveScratch(lane, LaunchScratchBytes(launch)));
+        RETURN_IF_ERROR(ReserveScratch(lane, need));
         Status launched = Injected("launch band stages", first.index);
         if (launched.ok()) launched = EnqueueBandStages(launch, lane.scratch.buffers(), lane.stream.get());
         if (!launched.ok()) return launched.WithContext(SlotNames(group));  // names built only on failure
         for (size_t k = begin; k < next; ++k) {
-          const auto [r, i] = pending[k];
-          Slot& s = *group[i];
-          const int flat = flat_base[r] + wave - (waves - first.plans[r].num_bands);
+          Slot& s = *group[pending[k].frame];
           RETURN_IF_ERROR(Check("hipEventRecord(band_done)", s.index,
-                                hipEventRecord(s.band_done[flat].get(), lane.stream.get())));
+                                hipEventRecord(s.band_done[flat_base[pending[k].rendition] + pending[k].band].get(),
+                                               lane.stream.get())));
         }
       }
     }

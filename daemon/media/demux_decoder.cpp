@@ -147,17 +147,13 @@ Status ContainerDecoder::OpenInput() {
   format_.reset(raw);
   // find_stream_info decodes a frame or so of each stream with decoders of its own: give
   // them the pixel bound too, or they allocate whatever size the header claims.
-  std::vector<AVDictionary*> probe_options(format_->nb_streams, nullptr);
-  struct FreeDictionaries {
-    std::vector<AVDictionary*>& d;
-    ~FreeDictionaries() {
-      for (AVDictionary*& o : d) av_dict_free(&o);
-    }
-  } free_probe_options{probe_options};
+  Dictionaries probe_options(format_->nb_streams);
   if (options_.max_pixels > 0) {
-    for (AVDictionary*& o : probe_options) av_dict_set_int(&o, "max_pixels", options_.max_pixels, 0);
+    for (unsigned i = 0; i < format_->nb_streams; ++i) {
+      av_dict_set_int(&probe_options[i], "max_pixels", options_.max_pixels, 0);
+    }
   }
-  err = avformat_find_stream_info(format_.get(), probe_options.empty() ? nullptr : probe_options.data());
+  err = avformat_find_stream_info(format_.get(), probe_options.data());
   if (err < 0) return Failure(err, "avformat_find_stream_info");
   return CheckPictureSizes();
 }

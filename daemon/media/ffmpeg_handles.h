@@ -4,8 +4,10 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 extern "C" {
+#include <libavutil/dict.h>
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
 #include <libavformat/avio.h>
@@ -60,6 +62,25 @@ struct AvioContextDeleter {
   }
 };
 using AvioContextPtr = std::unique_ptr<AVIOContext, AvioContextDeleter>;
+
+// Option dictionaries handed to FFmpeg by address: one, or an array of one per stream.
+// FFmpeg replaces what it consumes, so each is freed as it stands at the end.
+class Dictionaries {
+ public:
+  explicit Dictionaries(size_t count = 1) : d_(count, nullptr) {}
+  ~Dictionaries() {
+    for (AVDictionary*& d : d_) av_dict_free(&d);
+  }
+  Dictionaries(const Dictionaries&) = delete;
+  Dictionaries& operator=(const Dictionaries&) = delete;
+
+  AVDictionary*& operator[](size_t i) { return d_[i]; }
+  // The array FFmpeg takes, or null when it is empty.
+  AVDictionary** data() { return d_.empty() ? nullptr : d_.data(); }
+
+ private:
+  std::vector<AVDictionary*> d_;
+};
 
 struct SwsContextDeleter {
   void operator()(SwsContext* c) const { sws_freeContext(c); }

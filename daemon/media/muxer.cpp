@@ -14,10 +14,6 @@ extern "C" {
 namespace conveyor::media {
 namespace {
 
-struct DictDeleter {
-  void operator()(AVDictionary* d) const { av_dict_free(&d); }
-};
-
 const char* MuxerName(ContainerFormat f) {
   switch (f) {
     case ContainerFormat::kMatroska:
@@ -135,18 +131,16 @@ Status ContainerMuxer::Init() {
     audio_->time_base = options_.audio_time_base;
   }
 
-  // Nothing returns between filling the options and handing them to the muxer, after
-  // which the owner frees what it did not consume.
-  AVDictionary* opts = nullptr;
+  // The muxer consumes the options it knows and leaves the rest in place.
+  Dictionaries opts;
   if (options_.format == ContainerFormat::kMov) {
-    err = av_dict_set(&opts, "movflags", "frag_keyframe+empty_moov+default_base_moof", 0);
+    err = av_dict_set(&opts[0], "movflags", "frag_keyframe+empty_moov+default_base_moof", 0);
     if (err < 0) return FfmpegError(err, "av_dict_set(movflags)");
   }
-  err = avformat_write_header(format_.get(), &opts);
-  const std::unique_ptr<AVDictionary, DictDeleter> unused(opts);
+  err = avformat_write_header(format_.get(), opts.data());
   if (err < 0) return Failure(err, (std::string("avformat_write_header(") + name + ")").c_str());
-  if (unused) {
-    const AVDictionaryEntry* e = av_dict_get(unused.get(), "", nullptr, AV_DICT_IGNORE_SUFFIX);
+  if (opts[0] != nullptr) {
+    const AVDictionaryEntry* e = av_dict_get(opts[0], "", nullptr, AV_DICT_IGNORE_SUFFIX);
     return Internal(std::string("avformat_write_header(") + name + "): option " + e->key + " not taken");
   }
   return OkStatus();

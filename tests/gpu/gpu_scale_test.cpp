@@ -169,6 +169,20 @@ TEST_F(GpuScaleTest, IdenticalAtOddAndTinySizesWithEveryFilter) {
     }
 }
 
+// Around the separable kernel's limit of 8 taps an axis: 6x and 6.4x shrink it takes,
+// 7x it leaves to the per-sample kernel, in every format (chroma planes shrink alike).
+TEST_F(GpuScaleTest, IdenticalOnBothSidesOfTheSeparableKernelsTapLimit) {
+  const int sizes[][2] = {{320, 180}, {300, 170}, {274, 154}};
+  uint32_t seed = 300;
+  for (PixelFormat f : kAllFormats) {
+    const auto frame = testing::MakeSyntheticFrame(1920, 1080, f, seed++);
+    for (auto [w, h] : sizes) {
+      ExpectIdentical(frame.view, w, h, ScaleFilter::kAuto);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
 TEST_F(GpuScaleTest, IdenticalWithPaddedSourceStrides) {
   for (PixelFormat f : {PixelFormat::kYuv420p, PixelFormat::kNv12, PixelFormat::kRgb24}) {
     const auto frame = testing::MakeSyntheticFrame(1280, 720, f, 7);

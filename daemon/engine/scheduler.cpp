@@ -20,7 +20,7 @@ Status Lane::Submit(QueuedFrame frame) {
   return OkStatus();
 }
 
-void Lane::Cancel() {
+int Lane::Cancel() {
   std::deque<QueuedFrame> dropped;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -28,6 +28,7 @@ void Lane::Cancel() {
     dropped.swap(frames_);
   }
   space_.notify_all();
+  return static_cast<int>(dropped.size());
 }
 
 int Lane::queued() const {

@@ -44,9 +44,9 @@ class Lane {
   // Queues a frame; blocks while the lane holds `capacity` frames. CANCELLED once the
   // lane is cancelled (the frame is dropped and its on_done never runs).
   Status Submit(QueuedFrame frame);
-  // Drops queued frames (their on_done never runs) and refuses new ones. Frames the
-  // worker already has still complete and call on_done.
-  void Cancel();
+  // Drops queued frames (their on_done never runs) and refuses new ones; returns how
+  // many it dropped. Frames the worker already has still complete and call on_done.
+  int Cancel();
   int queued() const;
   int worker_index() const { return worker_index_; }
   Worker& worker() const;

@@ -15,6 +15,11 @@ extern "C" {
 namespace conveyor {
 namespace {
 
+// How long a failed session waits for the frames the worker holds: they take
+// milliseconds; a worker that hangs is the watchdog's to recover, and the session ends
+// anyway after this.
+constexpr std::chrono::seconds kWorkerReturnTimeout{30};
+
 int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
@@ -142,8 +147,13 @@ void Session::Fail(Status status) {
     if (failure_.ok()) failure_ = std::move(status);
     cancelled_ = true;
   }
+  // Frames still queued in the lane never reach the worker, so they never complete.
+  const int dropped = lane_->Cancel();
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    submitted_ -= std::min<uint64_t>(static_cast<uint64_t>(dropped), submitted_ - completed_);
+  }
   state_cv_.notify_all();
-  lane_->Cancel();
   bytes_.Cancel();
   {
     std::lock_guard<std::mutex> lock(raw_mu_);
@@ -204,6 +214,13 @@ void Session::Run() {
     Send(std::move(r));
   } else {
     Fail(s);
+    // The worker may still hold frames of this session. The stream ends once they are
+    // back, so that a session's end (the client's status, ListSessions, the session
+    // count) means its slots are free again.
+    if (!WaitForWorkerFrames(kWorkerReturnTimeout)) {
+      spdlog::warn("session {}: the worker still holds frames of it {} s after it failed; ending it anyway", id_,
+                   kWorkerReturnTimeout.count());
+    }
     std::lock_guard<std::mutex> lock(state_mu_);
     s = failure_;  // the first failure explains the session's end
   }
@@ -469,6 +486,11 @@ Status Session::WaitForAllFrames() {
   std::unique_lock<std::mutex> lock(state_mu_);
   state_cv_.wait(lock, [&] { return cancelled_ || completed_ == submitted_; });
   return failure_;
+}
+
+bool Session::WaitForWorkerFrames(std::chrono::seconds timeout) {
+  std::unique_lock<std::mutex> lock(state_mu_);
+  return state_cv_.wait_for(lock, timeout, [&] { return completed_ == submitted_; });
 }
 
 }  // namespace conveyor

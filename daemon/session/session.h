@@ -108,6 +108,9 @@ class Session : public std::enable_shared_from_this<Session> {
   Status SubmitFrame(const FrameView& view, int64_t pts, std::shared_ptr<void> keepalive);
   void OnFrameDone(int64_t pts, FrameResult&& result);
   Status WaitForAllFrames();
+  // After a failure: until every frame the worker took has completed (the lane's queued
+  // ones were dropped), or `timeout`. False on the timeout.
+  bool WaitForWorkerFrames(std::chrono::seconds timeout);
   void Send(v1::TranscodeResponse response);
   void Touch();
   void Fail(Status status);

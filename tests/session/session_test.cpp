@@ -9,11 +9,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -119,6 +122,7 @@ v1::JobSpec ContainerSpec() {
 struct EngineOptions {
   int worker_slots = 4;
   SessionOptions session;
+  std::function<Status(const std::string& call)> worker_fault;  // the CPU worker's test hook
 };
 
 SessionOptions TestSessionOptions() {
@@ -137,6 +141,7 @@ class Engine {
     wo.cpu_threads = 2;
     wo.max_width = 640;
     wo.max_height = 480;
+    wo.test_fault = options.worker_fault;
     std::vector<WorkerSlot> workers;
     workers.push_back({MakeCpuWorker(wo), "cpu", "", 0});
     scheduler_ = std::make_unique<Scheduler>(std::move(workers));
@@ -453,9 +458,9 @@ TEST_F(SessionTest, CancelMidStreamEndsWithTheCancelStatus) {
         EXPECT_LT(session->frames_out(), static_cast<uint64_t>(frames));
         EXPECT_EQ(session->queue_depth(), 0);
         const StreamOutput out = Reassemble(reactor.Written(), c.container ? 1 : 2);
-        // Well formed up to the end; the last frame may be cut short (ends_inside_frame):
-        // the close does not wait for a frame the worker is delivering.
+        // Well formed to the end: the close waits for a frame the worker is delivering.
         EXPECT_EQ(out.problems, "");
+        EXPECT_FALSE(out.ends_inside_frame);
         EXPECT_FALSE(out.has_summary);
       }
       session.reset();
@@ -463,6 +468,61 @@ TEST_F(SessionTest, CancelMidStreamEndsWithTheCancelStatus) {
     });
   }
   for (std::thread& t : streams) t.join();
+}
+
+// A session that fails while the worker holds its frames ends only once the worker has
+// given them back, so that its end (the client's status, the session count) means its
+// slots are free. The CPU worker's per-frame test hook holds the frames at a gate.
+TEST(SessionEnd, AFailedSessionEndsOnlyOnceTheWorkerHasReturnedItsFrames) {
+  struct Gate {
+    std::mutex mu;
+    std::condition_variable cv;
+    int held = 0;
+    bool open = false;
+  };
+  auto gate = std::make_shared<Gate>();
+  EngineOptions options{4, TestSessionOptions(), nullptr};
+  options.worker_fault = [gate](const std::string&) {
+    std::unique_lock<std::mutex> lock(gate->mu);
+    ++gate->held;
+    gate->cv.notify_all();
+    gate->cv.wait(lock, [&] { return gate->open; });
+    return OkStatus();
+  };
+  Engine engine(options);
+  std::shared_ptr<Session> session = CreateSession(engine, RawSpec(64, 48));
+  ASSERT_NE(session, nullptr);
+  std::weak_ptr<Session> weak = session;
+  {
+    FakeReactor reactor(session, &engine.manager());
+    reactor.Start();
+    std::thread producer([&] { FeedRaw(reactor, MakeRawInput(64, 48, 12)); });
+    {
+      std::unique_lock<std::mutex> lock(gate->mu);
+      ASSERT_TRUE(gate->cv.wait_for(lock, kStreamTimeout, [&] { return gate->held > 0; }))
+          << "no frame reached the worker";
+    }
+    session->Cancel(Status(StatusCode::kCancelled, "cancelled by the test"));
+    EXPECT_FALSE(reactor.WaitClosed(milliseconds(300)).has_value())
+        << "the stream ended while the worker held a frame of it";
+    EXPECT_FALSE(session->finished());
+    {
+      std::lock_guard<std::mutex> lock(gate->mu);
+      gate->open = true;
+    }
+    gate->cv.notify_all();
+    const std::optional<Status> closed = reactor.WaitClosed(kStreamTimeout);
+    producer.join();
+    ASSERT_TRUE(closed.has_value()) << "the stream did not end once the worker let go";
+    EXPECT_EQ(closed->code(), StatusCode::kCancelled) << closed->ToString();
+    EXPECT_EQ(closed->message(), "cancelled by the test");
+    const StreamOutput out = Reassemble(reactor.Written(), 2);
+    EXPECT_EQ(out.problems, "");
+    EXPECT_FALSE(out.ends_inside_frame);
+  }
+  session.reset();
+  ExpectReleased(weak);
+  engine.ExpectNothingHeld();
 }
 
 // A client that stops reading: with writes held, the session stops submitting once

@@ -49,6 +49,10 @@ constexpr int kLaunchScratchBands = 2;
 // band k-1's may still be in flight.
 constexpr int kReadbackBuffers = 2;
 
+int64_t Nanoseconds(SteadyTime from, SteadyTime to) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(to - from).count();
+}
+
 class GpuWorker : public Worker {
  public:
   GpuWorker(int device, const WorkerOptions& options, const std::string& name)
@@ -57,7 +61,7 @@ class GpuWorker : public Worker {
         name_(name),
         pool_(options.slots),
         slots_(options.slots),
-        heartbeats_(1 + std::max(1, options.encode_streams)) {}
+        heartbeats_(1 + std::max(1, options.encode_streams) * std::max(1, options.delivery_threads_per_stream)) {}
 
   ~GpuWorker() override {
     issue_queue_.Close();
@@ -119,9 +123,15 @@ class GpuWorker : public Worker {
     }
     slot_pinned_bytes_ = slots_[0].input.size() + slots_[0].band_bytes.size() + slots_[0].output.size();
     issue_thread_ = std::thread([this] { IssueLoop(); });
+    const int per_lane = std::max(1, options_.delivery_threads_per_stream);
     for (size_t i = 0; i < lanes_.size(); ++i) {
       delivery_queues_.push_back(std::make_unique<FrameQueue<std::vector<int>>>());
-      delivery_threads_.emplace_back([this, i] { DeliveryLoop(static_cast<int>(i)); });
+    }
+    for (size_t i = 0; i < lanes_.size(); ++i) {
+      for (int k = 0; k < per_lane; ++k) {
+        const int thread = static_cast<int>(i) * per_lane + k;
+        delivery_threads_.emplace_back([this, i, thread] { DeliveryLoop(static_cast<int>(i), thread); });
+      }
     }
     return OkStatus();
   }
@@ -172,6 +182,9 @@ class GpuWorker : public Worker {
     st.in_flight = in_flight_.load();
     st.issue_busy_s = issue_busy_ns_.load() / 1e9;
     st.delivery_busy_s = delivery_busy_ns_.load() / 1e9;
+    st.delivery_band_wait_s = band_wait_ns_.load() / 1e9;
+    st.delivery_copy_wait_s = copy_wait_ns_.load() / 1e9;
+    st.delivery_append_s = append_ns_.load() / 1e9;
     st.pinned_in_use_bytes = static_cast<uint64_t>(pool_.InUse()) * slot_pinned_bytes_;
     st.stalest_thread_s = heartbeats_.StalestSeconds();
     st.overlap_ratio = overlap_.Ratio();
@@ -643,34 +656,47 @@ class GpuWorker : public Worker {
                               hipEventSynchronize(s->band_done[bands_total - 1].get())));
       }
     }
-    // Each frame's copies in flight, oldest first: (band buffer, bytes). A band buffer is
-    // read by the host, and then reused, only after its copy's event has completed.
+    // Each frame's copies in flight, oldest first. A band buffer is read by the host, and
+    // then reused, only after its copy's event has completed. Copies stay in flight across
+    // renditions: waiting for each rendition's last copy before queuing the next
+    // rendition's first serialised a ladder frame's copies (73 us a frame of waiting on
+    // the H200, against 29 us for one rendition).
     struct InFlight {
       int buffer;
       uint32_t bytes;
+      size_t rendition;
+      bool last_band;  // the rendition's JPEG is complete once this band is appended
     };
     std::vector<std::deque<InFlight>> in_flight(group.size());
+    auto append_oldest = [&](size_t i) -> Status {
+      Slot& s = *group[i];
+      const InFlight c = in_flight[i].front();
+      in_flight[i].pop_front();
+      const SteadyTime wait_start = std::chrono::steady_clock::now();
+      RETURN_IF_ERROR(Check("hipEventSynchronize(copied)", s.index, hipEventSynchronize(s.copied[c.buffer].get())));
+      const SteadyTime copied = std::chrono::steady_clock::now();
+      FrameResult& result = *results[i];
+      if (result.times.first_byte == SteadyTime{}) result.times.first_byte = copied;
+      const uint8_t* bytes = s.output.get<uint8_t>() + c.buffer * (s.output.size() / kReadbackBuffers);
+      std::vector<uint8_t>& jpeg = result.jpeg[c.rendition];
+      jpeg.insert(jpeg.end(), bytes, bytes + c.bytes);
+      if (c.last_band) AppendJfifTrailer(&jpeg);
+      copy_wait_ns_ += Nanoseconds(wait_start, copied);
+      append_ns_ += Nanoseconds(copied, std::chrono::steady_clock::now());
+      return OkStatus();
+    };
     int flat = 0;
     for (size_t r = 0; r < plans.size(); ++r) {
       const EncodePlan& p = plans[r];
-      auto append_oldest = [&](size_t i) -> Status {
-        Slot& s = *group[i];
-        const InFlight c = in_flight[i].front();
-        in_flight[i].pop_front();
-        RETURN_IF_ERROR(Check("hipEventSynchronize(copied)", s.index, hipEventSynchronize(s.copied[c.buffer].get())));
-        FrameResult& result = *results[i];
-        if (result.times.first_byte == SteadyTime{}) result.times.first_byte = std::chrono::steady_clock::now();
-        const uint8_t* bytes = s.output.get<uint8_t>() + c.buffer * (s.output.size() / kReadbackBuffers);
-        result.jpeg[r].insert(result.jpeg[r].end(), bytes, bytes + c.bytes);
-        return OkStatus();
-      };
       for (FrameResult* result : results) AppendJfifHeader(p, &result->jpeg[r]);
       for (int band = 0; band < p.num_bands; ++band, ++flat) {
         for (size_t i = 0; i < group.size(); ++i) {
           Slot& s = *group[i];
           Event& done = s.band_done[flat];
+          const SteadyTime wait_start = std::chrono::steady_clock::now();
           RETURN_IF_ERROR(Check("hipEventSynchronize(band_done " + std::to_string(band) + ")", s.index,
                                 hipEventSynchronize(done.get())));
+          band_wait_ns_ += Nanoseconds(wait_start, std::chrono::steady_clock::now());
           const volatile uint32_t* counts = s.band_bytes.get<uint32_t>();  // mapped
           const uint32_t n = counts[flat];
           if (n > p.band_capacity) {
@@ -696,13 +722,12 @@ class GpuWorker : public Worker {
           if (options_.stage_timing) (void)hipEventRecord(s.band_copy_end[flat].get(), readback_.get());
           RETURN_IF_ERROR(Check("hipEventRecord(copied)", s.index,
                                 hipEventRecord(s.copied[buffer].get(), readback_.get())));
-          in_flight[i].push_back({buffer, n});
+          in_flight[i].push_back({buffer, n, r, band == p.num_bands - 1});
         }
       }
-      for (size_t i = 0; i < group.size(); ++i) {
-        while (!in_flight[i].empty()) RETURN_IF_ERROR(append_oldest(i));
-        AppendJfifTrailer(&results[i]->jpeg[r]);
-      }
+    }
+    for (size_t i = 0; i < group.size(); ++i) {
+      while (!in_flight[i].empty()) RETURN_IF_ERROR(append_oldest(i));
     }
     if (options_.stage_timing) {
       for (size_t i = 0; i < group.size(); ++i) {
@@ -748,9 +773,9 @@ class GpuWorker : public Worker {
     }
   }
 
-  void DeliveryLoop(int lane) {
+  void DeliveryLoop(int lane, int thread) {
     (void)hipSetDevice(device_);  // once, for this thread
-    while (auto indices = delivery_queues_[lane]->PopTicking([this, lane] { heartbeats_.Beat(1 + lane); },
+    while (auto indices = delivery_queues_[lane]->PopTicking([this, thread] { heartbeats_.Beat(1 + thread); },
                                                               kHeartbeatPeriod)) {
       std::vector<Slot*> group, live;
       std::vector<FrameResult> results(indices->size());
@@ -866,8 +891,9 @@ class GpuWorker : public Worker {
   std::atomic<uint64_t> pinned_bytes_{0};  // grows on the issue thread, read by Stats()
   std::atomic<int> in_flight_{0};
   std::atomic<int64_t> issue_busy_ns_{0}, delivery_busy_ns_{0};
+  std::atomic<int64_t> band_wait_ns_{0}, copy_wait_ns_{0}, append_ns_{0};  // parts of delivery_busy_ns_
   std::atomic<uint64_t> launch_groups_{0}, launch_group_frames_{0};
-  Heartbeats heartbeats_;  // [0] the issue thread, [1 + lane] each delivery thread
+  Heartbeats heartbeats_;  // [0] the issue thread, [1 + k] delivery thread k
   OverlapWindow overlap_;  // stage timing only
   uint64_t slot_pinned_bytes_ = 0;  // input, band counts and readback buffers of one slot
 };

@@ -83,6 +83,9 @@ struct WorkerOptions {
   // GPU: encode streams that consecutive frames take turns on, so that two frames'
   // small launches can run side by side (each stream has its own scratch).
   int encode_streams = 2;
+  // GPU: threads that read each encode stream's frames back, in turns; the worker hands
+  // frames over in order whichever thread finishes them.
+  int delivery_threads_per_stream = 1;
   // GPU: most frames of the same shape (size, format, renditions) one launch carries.
   // A launch only takes frames already queued, so batching never waits for frames. Off
   // (1) by default: on the H200 it did not pay (BENCHMARKS.md, "frames per launch").
@@ -119,6 +122,9 @@ struct WorkerStats {
   // (one per encode lane, summed) spent waiting for and copying bands (host-side limits
   // show here).
   double issue_busy_s = 0, delivery_busy_s = 0;
+  // Of delivery_busy_s: waiting for bands to be encoded, waiting for their copies to the
+  // host, and copying their bytes from the pinned band buffers into the results.
+  double delivery_band_wait_s = 0, delivery_copy_wait_s = 0, delivery_append_s = 0;
   // GPU worker: groups of frames issued together (one launch per band and stage carries
   // a group), and the frames in them; frames / launch_groups is the mean batch.
   uint64_t launch_groups = 0, launch_group_frames = 0;

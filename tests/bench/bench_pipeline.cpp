@@ -47,6 +47,9 @@ struct ModeResult {
   // is the allocator settling; growth in the second half would be a leak), and at the end.
   uint64_t rss_after_warmup = 0, rss_half = 0, rss_after = 0, pinned_bytes = 0, device_bytes = 0;
   double issue_busy = 0, delivery_busy = 0;  // share of wall time, GPU worker's host threads
+  // Per frame, the delivery threads' time waiting for bands, for their copies, and
+  // copying bytes into results (seconds).
+  double band_wait = 0, copy_wait = 0, append = 0;
   double frames_per_group = 0;               // GPU worker: mean frames a launch carried
   double jpeg_bytes = 0;                     // mean JPEG bytes a frame, all renditions
   double fps = 0, wall = 0;
@@ -212,6 +215,9 @@ StatusOr<ModeResult> RunWorkerMode(const std::string& mode, std::unique_ptr<Work
   r.device_bytes = after.device_bytes;
   r.issue_busy = (after.issue_busy_s - before.issue_busy_s) / r.wall;
   r.delivery_busy = (after.delivery_busy_s - before.delivery_busy_s) / r.wall;
+  r.band_wait = (after.delivery_band_wait_s - before.delivery_band_wait_s) / seq.size();
+  r.copy_wait = (after.delivery_copy_wait_s - before.delivery_copy_wait_s) / seq.size();
+  r.append = (after.delivery_append_s - before.delivery_append_s) / seq.size();
   const uint64_t groups = after.launch_groups - before.launch_groups;
   if (groups > 0) r.frames_per_group = double(after.launch_group_frames - before.launch_group_frames) / groups;
   return r;
@@ -266,6 +272,7 @@ Status Run(const PipelineBenchOptions& o) {
   wo.slots = o.slots;
   wo.band_rows = o.band_rows;
   wo.encode_streams = o.encode_streams;
+  wo.delivery_threads_per_stream = o.delivery_threads;
   wo.max_launch_frames = o.launch_frames;
   wo.stage_timing = true;
   for (const auto* f : seq) {
@@ -324,9 +331,9 @@ Status Run(const PipelineBenchOptions& o) {
   }
 
   std::printf("\nconveyor-bench pipeline  %dx%d %s q%d %s, %d frames, %d slots, %d encode streams, "
-              "%d frames a launch at most, band rows %s, worker %s (%s)\n",
+              "%d delivery threads each, %d frames a launch at most, band rows %s, worker %s (%s)\n",
               first.width, first.height, PixelFormatName(first.format), o.quality, o.subsampling.c_str(), o.frames,
-              o.slots, o.encode_streams, o.launch_frames, o.band_rows > 0 ? std::to_string(o.band_rows).c_str() : "auto", worker.c_str(), device.c_str());
+              o.slots, o.encode_streams, o.delivery_threads, o.launch_frames, o.band_rows > 0 ? std::to_string(o.band_rows).c_str() : "auto", worker.c_str(), device.c_str());
   if (!ladder.empty()) std::printf("renditions per frame: %s\n", o.renditions.c_str());
   if (worker == "gpu") std::printf("input frames: %s\n", o.input_memory == "registered"
                                                           ? "registered caller memory, uploaded in place"
@@ -371,6 +378,10 @@ Status Run(const PipelineBenchOptions& o) {
       std::printf("%-30s host threads busy: issue %.0f%%, delivery %.0f%% of wall time; %.2f frames a launch; "
                   "%.0f JPEG bytes a frame\n",
                   r.mode.c_str(), 100 * r.issue_busy, 100 * r.delivery_busy, r.frames_per_group, r.jpeg_bytes);
+    if (r.issue_busy > 0)
+      std::printf("%-30s delivery per frame: %.1f us waiting for bands, %.1f us for their copies, %.1f us "
+                  "copying bytes into the result\n",
+                  r.mode.c_str(), 1e6 * r.band_wait, 1e6 * r.copy_wait, 1e6 * r.append);
   }
   const ModeResult* serial = nullptr;
   const ModeResult* off = nullptr;
@@ -422,6 +433,8 @@ void AddPipelineCommand(CLI::App& app, PipelineBenchOptions* o, int* exit_code) 
       ->capture_default_str();
   cmd->add_option("--slots", o->slots, "Slots in the worker's ring")->capture_default_str();
   cmd->add_option("--encode-streams", o->encode_streams, "GPU encode streams frames take turns on")
+      ->capture_default_str();
+  cmd->add_option("--delivery-threads", o->delivery_threads, "GPU readback threads per encode stream")
       ->capture_default_str();
   cmd->add_option("--launch-frames", o->launch_frames, "Most frames of one shape a GPU launch carries")
       ->capture_default_str();

@@ -382,6 +382,32 @@ TEST_P(WorkerTest, RenditionsMatchCpuScaledReferences) {
   std::printf("renditions checked: %d\n", checked);
 }
 
+// Three readback threads on each encode stream finish frames out of order; the worker
+// still hands them over in submission order, every rendition whole.
+TEST_P(WorkerTest, SeveralDeliveryThreadsKeepSubmissionOrder) {
+  WorkerOptions options;
+  options.delivery_threads_per_stream = 3;
+  MAKE_OR_SKIP(worker, options);
+  const auto cases = MixedCases(24);
+  Collector got;
+  SubmitAll(*worker, cases, got);
+  if (HasFatalFailure()) return;
+  ASSERT_EQ(got.results.size(), cases.size());
+  for (size_t i = 0; i < got.order.size(); ++i) EXPECT_EQ(got.order[i], i);
+  ExpectMatchesCpuEncoder(cases, got);
+  std::vector<Job> jobs;
+  for (int i = 0; i < 6; ++i) {
+    jobs.push_back({testing::MakeSyntheticFrame(1920, 1080, PixelFormat::kYuv420p, 20 + i),
+                    {MakeRendition(0, 0, 85, Subsampling::k420), MakeRendition(1280, 720, 80, Subsampling::k420),
+                     MakeRendition(640, 360, 75, Subsampling::k444)}});
+  }
+  Collector ladder;
+  SubmitJobs(*worker, jobs, ladder);
+  if (HasFatalFailure()) return;
+  worker->Flush();
+  EXPECT_EQ(ExpectRenditionsMatchCpu(jobs, ladder), 18);
+}
+
 // Holds the issue thread on the first group it takes until Release(), and records the
 // size of every group, so that the frames submitted meanwhile queue behind it.
 class IssueGate {

@@ -97,7 +97,7 @@ class CpuWorker : public Worker {
           break;
         }
         if (r == 0) result.times.first_byte = std::chrono::steady_clock::now();
-        result.jpeg.push_back(std::move(jpeg).value());
+        result.jpeg.emplace_back(std::move(jpeg).value());
       }
       if (!status.ok()) {
         result.jpeg.clear();

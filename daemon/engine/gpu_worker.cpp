@@ -34,6 +34,8 @@
 #include "gpu_stages.h"
 #include "heartbeat.h"
 #include "jfif_writer.h"
+#include "jpeg_bytes.h"
+#include "readback_ring.h"
 #include "slot_pool.h"
 #include "stream_overlap.h"
 #include "worker.h"
@@ -52,6 +54,31 @@ constexpr int kReadbackBuffers = 2;
 int64_t Nanoseconds(SteadyTime from, SteadyTime to) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(to - from).count();
 }
+
+void AppendTrailer(JpegBytes* jpeg) {
+  std::vector<uint8_t> trailer;
+  AppendJfifTrailer(&trailer);
+  jpeg->AppendCopy(trailer.data(), trailer.size());
+}
+
+// The pinned readback ring and its memory, shared by the worker and the leases of the
+// results that still lend from it (which may outlive the worker).
+struct RingMemory {
+  explicit RingMemory(PinnedBuffer b) : buffer(std::move(b)), ring(buffer.size()) {}
+  PinnedBuffer buffer;
+  ReadbackRing ring;
+};
+
+// A frame's room in the ring, given back when the last rendition lending from it is
+// dropped.
+struct RingLease {
+  explicit RingLease(std::shared_ptr<RingMemory> m) : memory(std::move(m)) {}
+  ~RingLease() {
+    for (size_t offset : offsets) memory->ring.Release(offset);
+  }
+  std::shared_ptr<RingMemory> memory;
+  std::vector<size_t> offsets;
+};
 
 class GpuWorker : public Worker {
  public:
@@ -122,6 +149,14 @@ class GpuWorker : public Worker {
       device_bytes_ += s.source.size() + s.out.size();
     }
     slot_pinned_bytes_ = slots_[0].input.size() + slots_[0].band_bytes.size() + slots_[0].output.size();
+    if (options_.readback_ring_bytes > 0) {
+      ASSIGN_OR_RETURN(PinnedBuffer ring, PinnedBuffer::Allocate(options_.readback_ring_bytes, false, "readback ring"));
+      pinned_bytes_ += ring.size();
+      ring_ = std::make_shared<RingMemory>(std::move(ring));
+    } else {
+      ASSIGN_OR_RETURN(PinnedBuffer none, PinnedBuffer::Allocate(0, false, "readback ring"));
+      ring_ = std::make_shared<RingMemory>(std::move(none));  // no room: every band takes the fallback
+    }
     issue_thread_ = std::thread([this] { IssueLoop(); });
     const int per_lane = std::max(1, options_.delivery_threads_per_stream);
     for (size_t i = 0; i < lanes_.size(); ++i) {
@@ -185,6 +220,7 @@ class GpuWorker : public Worker {
     st.delivery_band_wait_s = band_wait_ns_.load() / 1e9;
     st.delivery_copy_wait_s = copy_wait_ns_.load() / 1e9;
     st.delivery_append_s = append_ns_.load() / 1e9;
+    st.readback_ring_fallbacks = ring_fallbacks_.load();
     st.pinned_in_use_bytes = static_cast<uint64_t>(pool_.InUse()) * slot_pinned_bytes_;
     st.stalest_thread_s = heartbeats_.StalestSeconds();
     st.overlap_ratio = overlap_.Ratio();
@@ -251,6 +287,7 @@ class GpuWorker : public Worker {
     PinnedBuffer band_bytes;  // mapped: each band's byte count, written by SegmentCodeKernel
     PinnedBuffer output;      // kReadbackBuffers band buffers, destinations of the D2H copies
     Event copied[kReadbackBuffers];  // recorded after the copy into each band buffer
+    Event ring_copied;               // recorded after copies into the readback ring, to wait on
     DeviceBuffer source;      // the uploaded frame
     DeviceBuffer out;         // every band of every rendition, at fixed offsets
     Event uploaded;
@@ -296,6 +333,7 @@ class GpuWorker : public Worker {
     const bool timing = options_.stage_timing;
     for (Slot& s : slots_) {
       ASSIGN_OR_RETURN(s.uploaded, Event::Create(timing, "uploaded"));
+      ASSIGN_OR_RETURN(s.ring_copied, Event::Create(false, "ring_copied"));
       if (timing) {
         ASSIGN_OR_RETURN(s.upload_start, Event::Create(true, "upload_start"));
         ASSIGN_OR_RETURN(s.encode_start, Event::Create(true, "encode_start"));
@@ -656,11 +694,14 @@ class GpuWorker : public Worker {
                               hipEventSynchronize(s->band_done[bands_total - 1].get())));
       }
     }
-    // Each frame's copies in flight, oldest first. A band buffer is read by the host, and
-    // then reused, only after its copy's event has completed. Copies stay in flight across
-    // renditions: waiting for each rendition's last copy before queuing the next
-    // rendition's first serialised a ladder frame's copies (73 us a frame of waiting on
-    // the H200, against 29 us for one rendition).
+    // A band is copied into the readback ring when it has room: the result then lends
+    // those bytes to the caller, and no host copy follows. When the ring is full (callers
+    // hold many results), the frame's remaining bands take the fallback path: the slot's
+    // two band buffers, each read into the result, and reused, only after its copy's
+    // event has completed. A frame never goes back to the ring, so its pieces stay in
+    // order. Copies stay in flight across renditions: waiting for each rendition's last
+    // copy before queuing the next rendition's first serialised a ladder frame's copies
+    // (73 us a frame of waiting on the H200, against 29 us for one rendition).
     struct InFlight {
       int buffer;
       uint32_t bytes;
@@ -668,6 +709,9 @@ class GpuWorker : public Worker {
       bool last_band;  // the rendition's JPEG is complete once this band is appended
     };
     std::vector<std::deque<InFlight>> in_flight(group.size());
+    std::vector<std::shared_ptr<RingLease>> leases(group.size());
+    std::vector<bool> fallback(group.size(), false);
+    std::vector<bool> ring_unsynced(group.size(), false);  // ring copies queued since the last wait
     auto append_oldest = [&](size_t i) -> Status {
       Slot& s = *group[i];
       const InFlight c = in_flight[i].front();
@@ -675,20 +719,34 @@ class GpuWorker : public Worker {
       const SteadyTime wait_start = std::chrono::steady_clock::now();
       RETURN_IF_ERROR(Check("hipEventSynchronize(copied)", s.index, hipEventSynchronize(s.copied[c.buffer].get())));
       const SteadyTime copied = std::chrono::steady_clock::now();
+      ring_unsynced[i] = false;  // the ring's copies of the frame were queued before this one
       FrameResult& result = *results[i];
       if (result.times.first_byte == SteadyTime{}) result.times.first_byte = copied;
-      const uint8_t* bytes = s.output.get<uint8_t>() + c.buffer * (s.output.size() / kReadbackBuffers);
-      std::vector<uint8_t>& jpeg = result.jpeg[c.rendition];
-      jpeg.insert(jpeg.end(), bytes, bytes + c.bytes);
-      if (c.last_band) AppendJfifTrailer(&jpeg);
+      JpegBytes& jpeg = result.jpeg[c.rendition];
+      jpeg.AppendCopy(s.output.get<uint8_t>() + c.buffer * (s.output.size() / kReadbackBuffers), c.bytes);
+      if (c.last_band) AppendTrailer(&jpeg);
       copy_wait_ns_ += Nanoseconds(wait_start, copied);
       append_ns_ += Nanoseconds(copied, std::chrono::steady_clock::now());
+      return OkStatus();
+    };
+    // Waits for the frame's ring copies queued so far (and the fallback ones before them).
+    auto sync_ring = [&](size_t i) -> Status {
+      Slot& s = *group[i];
+      const SteadyTime wait_start = std::chrono::steady_clock::now();
+      RETURN_IF_ERROR(Check("hipEventRecord(ring copied)", s.index, hipEventRecord(s.ring_copied.get(), readback_.get())));
+      RETURN_IF_ERROR(Check("hipEventSynchronize(ring copied)", s.index, hipEventSynchronize(s.ring_copied.get())));
+      const SteadyTime copied = std::chrono::steady_clock::now();
+      ring_unsynced[i] = false;
+      if (results[i]->times.first_byte == SteadyTime{}) results[i]->times.first_byte = copied;
+      copy_wait_ns_ += Nanoseconds(wait_start, copied);
       return OkStatus();
     };
     int flat = 0;
     for (size_t r = 0; r < plans.size(); ++r) {
       const EncodePlan& p = plans[r];
-      for (FrameResult* result : results) AppendJfifHeader(p, &result->jpeg[r]);
+      std::vector<uint8_t> header;
+      AppendJfifHeader(p, &header);
+      for (FrameResult* result : results) result->jpeg[r].AppendCopy(header.data(), header.size());
       for (int band = 0; band < p.num_bands; ++band, ++flat) {
         for (size_t i = 0; i < group.size(); ++i) {
           Slot& s = *group[i];
@@ -703,31 +761,54 @@ class GpuWorker : public Worker {
             return Internal("band " + std::to_string(band) + " overflowed its buffer (slot " +
                             std::to_string(s.index) + ")");
           }
-          if (band == 0) {
-            // One allocation for the whole JPEG, guessed from band 0 with a quarter to
-            // spare: growing band by band copied a 4K frame's bytes twice over.
-            std::vector<uint8_t>& jpeg = results[i]->jpeg[r];
-            jpeg.reserve(jpeg.size() + static_cast<size_t>(n) * p.num_bands * 5 / 4 + 2);
+          std::optional<size_t> at;
+          const bool was_fallback = fallback[i];
+          if (!fallback[i]) {
+            at = ring_->ring.Allocate(n);
+            if (at) {
+              if (!leases[i]) leases[i] = std::make_shared<RingLease>(ring_);
+              leases[i]->offsets.push_back(*at);
+            } else {
+              fallback[i] = true;
+              ring_fallbacks_.fetch_add(1);
+            }
           }
-          if (in_flight[i].size() == kReadbackBuffers) RETURN_IF_ERROR(append_oldest(i));
+          if (!at && (band == 0 || !was_fallback)) {
+            // The rest of the rendition is copied into the result: room for it at once,
+            // guessed from this band with a quarter to spare (growing band by band copied
+            // a 4K frame's bytes twice over).
+            results[i]->jpeg[r].ReserveOwned(static_cast<size_t>(n) * (p.num_bands - band) * 5 / 4 + 2);
+          }
+          if (!at && in_flight[i].size() == kReadbackBuffers) RETURN_IF_ERROR(append_oldest(i));
           const int buffer = flat % kReadbackBuffers;
+          uint8_t* dst = at ? ring_->buffer.get<uint8_t>() + *at
+                            : s.output.get<uint8_t>() + buffer * (s.output.size() / kReadbackBuffers);
           RETURN_IF_ERROR(Check("hipStreamWaitEvent(readback, band_done)", s.index,
                                 hipStreamWaitEvent(readback_.get(), done.get(), 0)));
           if (options_.stage_timing) (void)hipEventRecord(s.band_copy_start[flat].get(), readback_.get());
           RETURN_IF_ERROR(Injected("hipMemcpyAsync(readback)", s.index));
           RETURN_IF_ERROR(Check("hipMemcpyAsync(readback)", s.index,
-                                hipMemcpyAsync(s.output.get<uint8_t>() + buffer * (s.output.size() / kReadbackBuffers),
-                                               s.out.get<uint8_t>() + s.out_offset[r] + band * p.band_capacity, n,
+                                hipMemcpyAsync(dst, s.out.get<uint8_t>() + s.out_offset[r] + band * p.band_capacity, n,
                                                hipMemcpyDeviceToHost, readback_.get())));
           if (options_.stage_timing) (void)hipEventRecord(s.band_copy_end[flat].get(), readback_.get());
-          RETURN_IF_ERROR(Check("hipEventRecord(copied)", s.index,
-                                hipEventRecord(s.copied[buffer].get(), readback_.get())));
-          in_flight[i].push_back({buffer, n, r, band == p.num_bands - 1});
+          if (at) {
+            JpegBytes& jpeg = results[i]->jpeg[r];
+            jpeg.AppendLent(dst, n, leases[i]);
+            if (band == p.num_bands - 1) AppendTrailer(&jpeg);
+            ring_unsynced[i] = true;
+            // The frame's first bytes: waited for now, while its next band encodes.
+            if (results[i]->times.first_byte == SteadyTime{}) RETURN_IF_ERROR(sync_ring(i));
+          } else {
+            RETURN_IF_ERROR(Check("hipEventRecord(copied)", s.index,
+                                  hipEventRecord(s.copied[buffer].get(), readback_.get())));
+            in_flight[i].push_back({buffer, n, r, band == p.num_bands - 1});
+          }
         }
       }
     }
     for (size_t i = 0; i < group.size(); ++i) {
       while (!in_flight[i].empty()) RETURN_IF_ERROR(append_oldest(i));
+      if (ring_unsynced[i]) RETURN_IF_ERROR(sync_ring(i));
     }
     if (options_.stage_timing) {
       for (size_t i = 0; i < group.size(); ++i) {
@@ -805,10 +886,12 @@ class GpuWorker : public Worker {
       const SteadyTime done = std::chrono::steady_clock::now();
       delivery_busy_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(done - deliver_start).count();
       std::optional<Status> failure;
+      std::vector<JpegBytes> failed_bytes;  // may lend ring room a copy still writes: kept past Recover
       for (FrameResult& result : results) {
         result.times.done = done;
         if (result.status.ok()) continue;
         result.status = result.status.WithContext(Describe());
+        for (JpegBytes& j : result.jpeg) failed_bytes.push_back(std::move(j));
         result.jpeg.clear();
         if (!failure) failure = result.status;
       }
@@ -818,6 +901,7 @@ class GpuWorker : public Worker {
         std::unique_lock<std::shared_mutex> lock(recover_mu_);
         Recover(*failure);  // waits for every stream, so no copy still reads the input
       }
+      failed_bytes.clear();
       for (size_t i = 0; i < group.size(); ++i) {
         ReleaseInput(*group[i]);
         HandOver(group[i]->sequence, group[i]->index, std::move(results[i]));
@@ -892,6 +976,8 @@ class GpuWorker : public Worker {
   std::atomic<int> in_flight_{0};
   std::atomic<int64_t> issue_busy_ns_{0}, delivery_busy_ns_{0};
   std::atomic<int64_t> band_wait_ns_{0}, copy_wait_ns_{0}, append_ns_{0};  // parts of delivery_busy_ns_
+  std::shared_ptr<RingMemory> ring_;
+  std::atomic<uint64_t> ring_fallbacks_{0};  // frames that found the ring full
   std::atomic<uint64_t> launch_groups_{0}, launch_group_frames_{0};
   Heartbeats heartbeats_;  // [0] the issue thread, [1 + k] delivery thread k
   OverlapWindow overlap_;  // stage timing only

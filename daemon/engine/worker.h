@@ -12,6 +12,7 @@
 
 #include "encode_params.h"
 #include "frame.h"
+#include "jpeg_bytes.h"
 #include "status.h"
 
 namespace conveyor {
@@ -44,7 +45,7 @@ struct FrameTimes {
 struct FrameResult {
   uint64_t id = 0;
   Status status;
-  std::vector<std::vector<uint8_t>> jpeg;  // one per rendition, when status is OK
+  std::vector<JpegBytes> jpeg;  // one per rendition, when status is OK
   FrameTimes times;
 };
 
@@ -86,6 +87,11 @@ struct WorkerOptions {
   // GPU: threads that read each encode stream's frames back, in turns; the worker hands
   // frames over in order whichever thread finishes them.
   int delivery_threads_per_stream = 1;
+  // GPU: pinned host memory that bands are copied into and lent to callers from, so
+  // that no host copy follows the readback. A result holds its room until it is
+  // dropped; when the ring is full, bands take the slots' own band buffers and are
+  // copied into the result. 0: always that fallback.
+  size_t readback_ring_bytes = 64 << 20;
   // GPU: most frames of the same shape (size, format, renditions) one launch carries.
   // A launch only takes frames already queued, so batching never waits for frames. Off
   // (1) by default: on the H200 it did not pay (BENCHMARKS.md, "frames per launch").
@@ -125,6 +131,8 @@ struct WorkerStats {
   // Of delivery_busy_s: waiting for bands to be encoded, waiting for their copies to the
   // host, and copying their bytes from the pinned band buffers into the results.
   double delivery_band_wait_s = 0, delivery_copy_wait_s = 0, delivery_append_s = 0;
+  // GPU worker: frames that found the readback ring full and took the fallback path.
+  uint64_t readback_ring_fallbacks = 0;
   // GPU worker: groups of frames issued together (one launch per band and stage carries
   // a group), and the frames in them; frames / launch_groups is the mean batch.
   uint64_t launch_groups = 0, launch_group_frames = 0;

@@ -431,11 +431,12 @@ void Session::OnFrameDone(int64_t pts, FrameResult&& result) {
   } else if (ok) {
     const uint64_t index = frames_out_.load();
     for (size_t i = 0; i < result.jpeg.size() && ok; ++i) {
-      const std::vector<uint8_t>& jpeg = result.jpeg[i];
+      const JpegBytes& jpeg = result.jpeg[i];
       if (!muxers_.empty()) {
+        const std::vector<uint8_t> image = jpeg.ToVector();  // the muxer takes one contiguous packet
         std::lock_guard<std::mutex> lock(mux_mu_);
         const auto mux_start = std::chrono::steady_clock::now();
-        Status s = muxers_[i]->WriteVideo(jpeg.data(), jpeg.size(), pts);
+        Status s = muxers_[i]->WriteVideo(image.data(), image.size(), pts);
         meter_.Muxed(std::chrono::duration<double>(std::chrono::steady_clock::now() - mux_start).count());
         if (!s.ok()) {
           Fail(s.WithContext("mux rendition " + std::to_string(i)));
@@ -451,7 +452,9 @@ void Session::OnFrameDone(int64_t pts, FrameResult&& result) {
         p->set_rendition(static_cast<uint32_t>(i));
         p->set_frame_index(index);
         p->set_pts(pts);
-        p->set_data(jpeg.data() + offset, n);
+        std::string* data = p->mutable_data();
+        data->resize(n);
+        jpeg.CopyRange(offset, n, reinterpret_cast<uint8_t*>(data->data()));
         offset += n;
         p->set_end_of_frame(offset == jpeg.size());
         Send(std::move(r));

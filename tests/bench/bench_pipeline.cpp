@@ -50,6 +50,7 @@ struct ModeResult {
   // Per frame, the delivery threads' time waiting for bands, for their copies, and
   // copying bytes into results (seconds).
   double band_wait = 0, copy_wait = 0, append = 0;
+  uint64_t ring_fallbacks = 0;  // frames that found the readback ring full
   double frames_per_group = 0;               // GPU worker: mean frames a launch carried
   double jpeg_bytes = 0;                     // mean JPEG bytes a frame, all renditions
   double fps = 0, wall = 0;
@@ -218,6 +219,7 @@ StatusOr<ModeResult> RunWorkerMode(const std::string& mode, std::unique_ptr<Work
   r.band_wait = (after.delivery_band_wait_s - before.delivery_band_wait_s) / seq.size();
   r.copy_wait = (after.delivery_copy_wait_s - before.delivery_copy_wait_s) / seq.size();
   r.append = (after.delivery_append_s - before.delivery_append_s) / seq.size();
+  r.ring_fallbacks = after.readback_ring_fallbacks - before.readback_ring_fallbacks;
   const uint64_t groups = after.launch_groups - before.launch_groups;
   if (groups > 0) r.frames_per_group = double(after.launch_group_frames - before.launch_group_frames) / groups;
   return r;
@@ -273,6 +275,7 @@ Status Run(const PipelineBenchOptions& o) {
   wo.band_rows = o.band_rows;
   wo.encode_streams = o.encode_streams;
   wo.delivery_threads_per_stream = o.delivery_threads;
+  wo.readback_ring_bytes = static_cast<size_t>(o.readback_ring_mib) << 20;
   wo.max_launch_frames = o.launch_frames;
   wo.stage_timing = true;
   for (const auto* f : seq) {
@@ -380,8 +383,9 @@ Status Run(const PipelineBenchOptions& o) {
                   r.mode.c_str(), 100 * r.issue_busy, 100 * r.delivery_busy, r.frames_per_group, r.jpeg_bytes);
     if (r.issue_busy > 0)
       std::printf("%-30s delivery per frame: %.1f us waiting for bands, %.1f us for their copies, %.1f us "
-                  "copying bytes into the result\n",
-                  r.mode.c_str(), 1e6 * r.band_wait, 1e6 * r.copy_wait, 1e6 * r.append);
+                  "copying bytes into the result; %llu frames found the readback ring full\n",
+                  r.mode.c_str(), 1e6 * r.band_wait, 1e6 * r.copy_wait, 1e6 * r.append,
+                  static_cast<unsigned long long>(r.ring_fallbacks));
   }
   const ModeResult* serial = nullptr;
   const ModeResult* off = nullptr;
@@ -435,6 +439,9 @@ void AddPipelineCommand(CLI::App& app, PipelineBenchOptions* o, int* exit_code) 
   cmd->add_option("--encode-streams", o->encode_streams, "GPU encode streams frames take turns on")
       ->capture_default_str();
   cmd->add_option("--delivery-threads", o->delivery_threads, "GPU readback threads per encode stream")
+      ->capture_default_str();
+  cmd->add_option("--readback-ring-mib", o->readback_ring_mib,
+                  "GPU pinned readback ring results lend from (0: copy every band into the result)")
       ->capture_default_str();
   cmd->add_option("--launch-frames", o->launch_frames, "Most frames of one shape a GPU launch carries")
       ->capture_default_str();

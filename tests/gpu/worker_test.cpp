@@ -94,7 +94,7 @@ void ExpectMatchesCpuEncoder(const std::vector<Case>& cases, Collector& got) {
     const FrameResult& r = got.results.at(i);
     ASSERT_TRUE(r.status.ok()) << "frame " << i << ": " << r.status.ToString();
     ASSERT_EQ(r.jpeg.size(), 1u);
-    ASSERT_EQ(r.jpeg[0], *want) << "frame " << i << " differs from the CPU encoder";
+    ASSERT_EQ(r.jpeg[0].ToVector(), *want) << "frame " << i << " differs from the CPU encoder";
   }
 }
 
@@ -196,7 +196,7 @@ TEST_P(WorkerTest, SurvivesAnInjectedRuntimeError) {
     if (i == 4) continue;
     const FrameResult& r = got.results.at(i);
     ASSERT_TRUE(r.status.ok()) << "frame " << i << ": " << r.status.ToString();
-    EXPECT_EQ(r.jpeg[0], *reference.Encode(cases[i].frame.view, cases[i].params)) << "frame " << i;
+    EXPECT_EQ(r.jpeg[0].ToVector(), *reference.Encode(cases[i].frame.view, cases[i].params)) << "frame " << i;
   }
   const WorkerStats st = worker->Stats();
   EXPECT_EQ(st.frames_failed, 1u);
@@ -352,7 +352,7 @@ int ExpectRenditionsMatchCpu(const std::vector<Job>& jobs, Collector& got) {
       auto want = reference.Encode(scaled->view, rd.params);
       EXPECT_TRUE(want.ok());
       if (!want.ok()) continue;
-      EXPECT_EQ(r.jpeg[k], *want) << "job " << i << " rendition " << k << " (" << w << "x" << h << ")";
+      EXPECT_EQ(r.jpeg[k].ToVector(), *want) << "job " << i << " rendition " << k << " (" << w << "x" << h << ")";
       ++checked;
     }
   }
@@ -406,6 +406,44 @@ TEST_P(WorkerTest, SeveralDeliveryThreadsKeepSubmissionOrder) {
   if (HasFatalFailure()) return;
   worker->Flush();
   EXPECT_EQ(ExpectRenditionsMatchCpu(jobs, ladder), 18);
+}
+
+// Results lend their bytes from the pinned readback ring. A ring of 2 MiB holds under
+// two ladder frames, and the collector keeps every result, so later frames find it full,
+// some in the middle of a frame, and take the fallback path; bytes stay identical either
+// way, and with no ring at all. Once the results are dropped, the ring is used again.
+TEST_P(WorkerTest, ResultsLendFromTheReadbackRingAndFallBackWhenItIsFull) {
+  for (size_t ring_bytes : {size_t{2} << 20, size_t{0}}) {
+    SCOPED_TRACE("ring " + std::to_string(ring_bytes) + " bytes");
+    WorkerOptions options;
+    options.readback_ring_bytes = ring_bytes;
+    MAKE_OR_SKIP(worker, options);
+    std::vector<Job> jobs;
+    for (int i = 0; i < 5; ++i) {
+      jobs.push_back({testing::MakeSyntheticFrame(1920, 1080, PixelFormat::kYuv420p, 40 + i),
+                      {MakeRendition(0, 0, 85, Subsampling::k420), MakeRendition(1280, 720, 80, Subsampling::k420),
+                       MakeRendition(640, 360, 75, Subsampling::k444)}});
+    }
+    {
+      Collector held;
+      SubmitJobs(*worker, jobs, held);
+      if (HasFatalFailure()) return;
+      worker->Flush();
+      EXPECT_EQ(ExpectRenditionsMatchCpu(jobs, held), 15);
+    }
+    const uint64_t fallbacks = worker->Stats().readback_ring_fallbacks;
+    if (GetParam() == "gpu") EXPECT_GT(fallbacks, 0u) << "the ring never filled";
+    Collector again;  // the first results are gone: one frame at a time fits the ring
+    for (size_t i = 0; i < 2; ++i) {
+      SubmitJobs(*worker, jobs, again, i, i + 1);
+      if (HasFatalFailure()) return;
+      worker->Flush();
+      again.results.clear();
+    }
+    if (GetParam() == "gpu" && ring_bytes > 0) {
+      EXPECT_EQ(worker->Stats().readback_ring_fallbacks, fallbacks) << "the ring was not given back";
+    }
+  }
 }
 
 // Holds the issue thread on the first group it takes until Release(), and records the

@@ -113,7 +113,8 @@ const Field kFields[] = {
      "Which workers run: auto (every GPU, else the CPU), gpu, cpu."},
     {"workers", "gpu_slots", &DaemonConfig::gpu_slots, "--gpu-slots",
      "Frames in flight per GPU worker: the size of its ring of pinned slots. Each slot pins\n"
-     "about 50 MiB of host memory for 3840x2160 limits.",
+     "about 50 MiB of host memory for 3840x2160 limits; the worker also pins a 64 MiB ring\n"
+     "that encoded bands are read back into and results lend from.",
      1, 64},
     {"workers", "gpu_launch_frames", &DaemonConfig::gpu_launch_frames, nullptr,
      "Most frames of the same shape a GPU launch carries; only frames already queued are\n"

@@ -29,19 +29,37 @@ void JpegBytes::AppendLent(const uint8_t* data, size_t size, std::shared_ptr<con
   size_ += size;
 }
 
-void JpegBytes::CopyRange(size_t offset, size_t count, uint8_t* out) const {
-  ForEachPiece([&](const uint8_t* data, size_t size) {
+namespace {
+
+// Calls sink(data, n) for the pieces' bytes from `offset` on, `count` in all.
+template <class Sink>
+void ForEachInRange(const JpegBytes& j, size_t offset, size_t count, Sink&& sink) {
+  j.ForEachPiece([&](const uint8_t* data, size_t size) {
     if (count == 0) return;
     if (offset >= size) {
       offset -= size;
       return;
     }
     const size_t n = std::min(count, size - offset);
-    std::memcpy(out, data + offset, n);
-    out += n;
+    sink(data + offset, n);
     count -= n;
     offset = 0;
   });
+}
+
+}  // namespace
+
+void JpegBytes::CopyRange(size_t offset, size_t count, uint8_t* out) const {
+  ForEachInRange(*this, offset, count, [&](const uint8_t* data, size_t n) {
+    std::memcpy(out, data, n);
+    out += n;
+  });
+}
+
+void JpegBytes::AppendRangeTo(size_t offset, size_t count, std::string* out) const {
+  out->reserve(out->size() + count);
+  ForEachInRange(*this, offset, count,
+                 [&](const uint8_t* data, size_t n) { out->append(reinterpret_cast<const char*>(data), n); });
 }
 
 std::vector<uint8_t> JpegBytes::ToVector() const {

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace conveyor {
@@ -37,6 +38,9 @@ class JpegBytes {
   }
   // Copies `count` bytes from `offset` on into `out`.
   void CopyRange(size_t offset, size_t count, uint8_t* out) const;
+  // Appends `count` bytes from `offset` on to `out` (a message's bytes field: no
+  // zero-filling first, as resizing and copying would).
+  void AppendRangeTo(size_t offset, size_t count, std::string* out) const;
   std::vector<uint8_t> ToVector() const;
 
  private:

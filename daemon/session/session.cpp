@@ -452,9 +452,7 @@ void Session::OnFrameDone(int64_t pts, FrameResult&& result) {
         p->set_rendition(static_cast<uint32_t>(i));
         p->set_frame_index(index);
         p->set_pts(pts);
-        std::string* data = p->mutable_data();
-        data->resize(n);
-        jpeg.CopyRange(offset, n, reinterpret_cast<uint8_t*>(data->data()));
+        jpeg.AppendRangeTo(offset, n, p->mutable_data());
         offset += n;
         p->set_end_of_frame(offset == jpeg.size());
         Send(std::move(r));

@@ -92,6 +92,9 @@ TEST(JpegBytes, PiecesReadBackInOrderAndLeasesLiveAsLongAsTheBytes) {
   std::vector<uint8_t> middle(4);
   j.CopyRange(2, 4, middle.data());
   EXPECT_EQ(middle, (std::vector<uint8_t>{3, 10, 11, 12}));
+  std::string message = "m";
+  j.AppendRangeTo(6, 3, &message);
+  EXPECT_EQ(message, std::string("m\x0D\xFF\xD9", 4));
   int pieces = 0;
   j.ForEachPiece([&](const uint8_t*, size_t) { ++pieces; });
   EXPECT_EQ(pieces, 4);

@@ -149,14 +149,12 @@ class GpuWorker : public Worker {
       device_bytes_ += s.source.size() + s.out.size();
     }
     slot_pinned_bytes_ = slots_[0].input.size() + slots_[0].band_bytes.size() + slots_[0].output.size();
+    PinnedBuffer ring;  // none at size 0: a ring with no room, so every band takes the fallback
     if (options_.readback_ring_bytes > 0) {
-      ASSIGN_OR_RETURN(PinnedBuffer ring, PinnedBuffer::Allocate(options_.readback_ring_bytes, false, "readback ring"));
+      ASSIGN_OR_RETURN(ring, PinnedBuffer::Allocate(options_.readback_ring_bytes, false, "readback ring"));
       pinned_bytes_ += ring.size();
-      ring_ = std::make_shared<RingMemory>(std::move(ring));
-    } else {
-      ASSIGN_OR_RETURN(PinnedBuffer none, PinnedBuffer::Allocate(0, false, "readback ring"));
-      ring_ = std::make_shared<RingMemory>(std::move(none));  // no room: every band takes the fallback
     }
+    ring_ = std::make_shared<RingMemory>(std::move(ring));
     issue_thread_ = std::thread([this] { IssueLoop(); });
     const int per_lane = std::max(1, options_.delivery_threads_per_stream);
     for (size_t i = 0; i < lanes_.size(); ++i) {
@@ -665,8 +663,7 @@ class GpuWorker : public Worker {
       }
       launch_groups_.fetch_add(1);
       launch_group_frames_.fetch_add(group.size());
-      issue_busy_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
-                                                                             started).count();
+      issue_busy_ns_ += Nanoseconds(started, std::chrono::steady_clock::now());
       delivery_queues_[lane]->Push(std::move(indices));
     }
   }
@@ -884,7 +881,7 @@ class GpuWorker : public Worker {
         }
       }
       const SteadyTime done = std::chrono::steady_clock::now();
-      delivery_busy_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(done - deliver_start).count();
+      delivery_busy_ns_ += Nanoseconds(deliver_start, done);
       std::optional<Status> failure;
       std::vector<JpegBytes> failed_bytes;  // may lend ring room a copy still writes: kept past Recover
       for (FrameResult& result : results) {

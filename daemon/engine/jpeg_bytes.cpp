@@ -68,6 +68,15 @@ std::vector<uint8_t> JpegBytes::ToVector() const {
   return v;
 }
 
+const uint8_t* JpegBytes::Contiguous(std::vector<uint8_t>* scratch) const {
+  if (pieces_.size() == 1) {
+    const Piece& p = pieces_.front();
+    return p.lent ? p.lent : owned_.data() + p.owned_offset;
+  }
+  *scratch = ToVector();
+  return scratch->data();
+}
+
 bool operator==(const JpegBytes& a, const std::vector<uint8_t>& b) {
   if (a.size() != b.size()) return false;
   size_t at = 0;

@@ -42,6 +42,9 @@ class JpegBytes {
   // zero-filling first, as resizing and copying would).
   void AppendRangeTo(size_t offset, size_t count, std::string* out) const;
   std::vector<uint8_t> ToVector() const;
+  // The bytes as one run: the single piece itself where there is one (the CPU worker's
+  // image), else the pieces gathered into `scratch`.
+  const uint8_t* Contiguous(std::vector<uint8_t>* scratch) const;
 
  private:
   struct Piece {

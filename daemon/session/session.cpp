@@ -433,10 +433,11 @@ void Session::OnFrameDone(int64_t pts, FrameResult&& result) {
     for (size_t i = 0; i < result.jpeg.size() && ok; ++i) {
       const JpegBytes& jpeg = result.jpeg[i];
       if (!muxers_.empty()) {
-        const std::vector<uint8_t> image = jpeg.ToVector();  // the muxer takes one contiguous packet
+        std::vector<uint8_t> scratch;  // the muxer takes one contiguous packet
+        const uint8_t* image = jpeg.Contiguous(&scratch);
         std::lock_guard<std::mutex> lock(mux_mu_);
         const auto mux_start = std::chrono::steady_clock::now();
-        Status s = muxers_[i]->WriteVideo(image.data(), image.size(), pts);
+        Status s = muxers_[i]->WriteVideo(image, jpeg.size(), pts);
         meter_.Muxed(std::chrono::duration<double>(std::chrono::steady_clock::now() - mux_start).count());
         if (!s.ok()) {
           Fail(s.WithContext("mux rendition " + std::to_string(i)));

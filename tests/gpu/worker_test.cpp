@@ -382,6 +382,17 @@ TEST_P(WorkerTest, RenditionsMatchCpuScaledReferences) {
   std::printf("renditions checked: %d\n", checked);
 }
 
+// `n` 1080p yuv420p frames, each encoded at its size, 1280x720 and 640x360 (4:4:4).
+std::vector<Job> LadderJobs(int n, uint32_t first_seed) {
+  std::vector<Job> jobs;
+  for (int i = 0; i < n; ++i) {
+    jobs.push_back({testing::MakeSyntheticFrame(1920, 1080, PixelFormat::kYuv420p, first_seed + i),
+                    {MakeRendition(0, 0, 85, Subsampling::k420), MakeRendition(1280, 720, 80, Subsampling::k420),
+                     MakeRendition(640, 360, 75, Subsampling::k444)}});
+  }
+  return jobs;
+}
+
 // Three readback threads on each encode stream finish frames out of order; the worker
 // still hands them over in submission order, every rendition whole.
 TEST_P(WorkerTest, SeveralDeliveryThreadsKeepSubmissionOrder) {
@@ -395,12 +406,7 @@ TEST_P(WorkerTest, SeveralDeliveryThreadsKeepSubmissionOrder) {
   ASSERT_EQ(got.results.size(), cases.size());
   for (size_t i = 0; i < got.order.size(); ++i) EXPECT_EQ(got.order[i], i);
   ExpectMatchesCpuEncoder(cases, got);
-  std::vector<Job> jobs;
-  for (int i = 0; i < 6; ++i) {
-    jobs.push_back({testing::MakeSyntheticFrame(1920, 1080, PixelFormat::kYuv420p, 20 + i),
-                    {MakeRendition(0, 0, 85, Subsampling::k420), MakeRendition(1280, 720, 80, Subsampling::k420),
-                     MakeRendition(640, 360, 75, Subsampling::k444)}});
-  }
+  const std::vector<Job> jobs = LadderJobs(6, 20);
   Collector ladder;
   SubmitJobs(*worker, jobs, ladder);
   if (HasFatalFailure()) return;
@@ -418,12 +424,7 @@ TEST_P(WorkerTest, ResultsLendFromTheReadbackRingAndFallBackWhenItIsFull) {
     WorkerOptions options;
     options.readback_ring_bytes = ring_bytes;
     MAKE_OR_SKIP(worker, options);
-    std::vector<Job> jobs;
-    for (int i = 0; i < 5; ++i) {
-      jobs.push_back({testing::MakeSyntheticFrame(1920, 1080, PixelFormat::kYuv420p, 40 + i),
-                      {MakeRendition(0, 0, 85, Subsampling::k420), MakeRendition(1280, 720, 80, Subsampling::k420),
-                       MakeRendition(640, 360, 75, Subsampling::k444)}});
-    }
+    const std::vector<Job> jobs = LadderJobs(5, 40);
     {
       Collector held;
       SubmitJobs(*worker, jobs, held);

@@ -95,6 +95,9 @@ TEST(JpegBytes, PiecesReadBackInOrderAndLeasesLiveAsLongAsTheBytes) {
   std::string message = "m";
   j.AppendRangeTo(6, 3, &message);
   EXPECT_EQ(message, std::string("m\x0D\xFF\xD9", 4));
+  std::vector<uint8_t> scratch;
+  const uint8_t* gathered = j.Contiguous(&scratch);
+  EXPECT_EQ(std::vector<uint8_t>(gathered, gathered + j.size()), want);
   int pieces = 0;
   j.ForEachPiece([&](const uint8_t*, size_t) { ++pieces; });
   EXPECT_EQ(pieces, 4);
@@ -103,6 +106,10 @@ TEST(JpegBytes, PiecesReadBackInOrderAndLeasesLiveAsLongAsTheBytes) {
   moved = JpegBytes();
   EXPECT_TRUE(watch.expired()) << "dropping the bytes drops the lease";
   EXPECT_TRUE(JpegBytes(std::vector<uint8_t>{5, 6}) == (std::vector<uint8_t>{5, 6}));
+  const JpegBytes single(std::vector<uint8_t>{7, 8, 9});
+  std::vector<uint8_t> unused;
+  EXPECT_EQ(single.Contiguous(&unused)[2], 9);
+  EXPECT_TRUE(unused.empty()) << "one piece is handed out where it is, not copied";
   EXPECT_FALSE(JpegBytes(std::vector<uint8_t>{5, 6}) == (std::vector<uint8_t>{5, 7}));
 }
 

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <deque>
 #include <map>
+#include <unordered_map>
 #include <memory>
 #include <shared_mutex>
 #include <optional>
@@ -185,6 +186,10 @@ class GpuWorker : public Worker {
     s.geometry = PackedPlaneGeometry(f.format, f.width, f.height);
     s.direct = InRegisteredMemory(f, s.geometry);
     s.input_released = !s.direct;
+    {
+      std::lock_guard<std::mutex> lock(order_mu_);
+      s.sequence = streams_[s.request.stream].submitted++;
+    }
     if (!s.direct) {
       // Host copy into the slot's pinned input. The slot is free, so its last upload
       // has completed (the delivery thread observed ev_uploaded before releasing it).
@@ -306,7 +311,7 @@ class GpuWorker : public Worker {
     size_t scaled_bytes = 0;  // every scaled rendition of the frame, end to end
     Status status;
     int lane = 0;           // the encode lane (and delivery thread) this frame uses
-    uint64_t sequence = 0;  // submission order, for in-order delivery
+    uint64_t sequence = 0;  // submission order within the request's stream, for in-order delivery
   };
 
   Status Check(const std::string& what, int slot, hipError_t err) {
@@ -627,7 +632,6 @@ class GpuWorker : public Worker {
   // shape starts the next group.
   void IssueLoop() {
     (void)hipSetDevice(device_);  // once, for this thread
-    uint64_t sequence = 0;
     std::optional<int> next;
     for (;;) {
       std::optional<int> head =
@@ -649,7 +653,6 @@ class GpuWorker : public Worker {
       std::vector<int> indices;
       for (Slot* s : group) {
         s->started = started;
-        s->sequence = sequence++;
         s->lane = lane;
         indices.push_back(s->index);
       }
@@ -901,18 +904,27 @@ class GpuWorker : public Worker {
       failed_bytes.clear();
       for (size_t i = 0; i < group.size(); ++i) {
         ReleaseInput(*group[i]);
-        HandOver(group[i]->sequence, group[i]->index, std::move(results[i]));
+        HandOver(*group[i], std::move(results[i]));
       }
     }
   }
 
-  // Gives finished frames to their callers in submission order. Whichever delivery
-  // thread completes the next frame in order hands it over, with any that were waiting
-  // behind it; only one thread hands over at a time.
-  void HandOver(uint64_t sequence, int index, FrameResult&& result) {
+  // Gives finished frames to their callers in submission order within each stream: a
+  // frame waits only for the earlier frames of its own stream, so a slow frame of one
+  // session does not hold back another session's. Whichever delivery thread completes
+  // a frame hands over every frame that became ready; only one thread hands over at a
+  // time, so on_done calls never overlap.
+  void HandOver(const Slot& s, FrameResult&& result) {
     {
       std::lock_guard<std::mutex> lock(order_mu_);
-      finished_.emplace(sequence, std::make_pair(index, std::move(result)));
+      auto it = streams_.find(s.request.stream);
+      StreamOrder& o = it->second;
+      o.finished.emplace(s.sequence, std::make_pair(s.index, std::move(result)));
+      for (auto f = o.finished.begin(); f != o.finished.end() && f->first == o.next; f = o.finished.erase(f)) {
+        ready_.push_back(std::move(f->second));
+        ++o.next;
+      }
+      if (o.next == o.submitted) streams_.erase(it);  // nothing of it in flight: forget it
       if (handing_over_) return;
       handing_over_ = true;
     }
@@ -920,19 +932,18 @@ class GpuWorker : public Worker {
       std::pair<int, FrameResult> next;
       {
         std::lock_guard<std::mutex> lock(order_mu_);
-        auto it = finished_.find(next_sequence_);
-        if (it == finished_.end()) {
+        if (ready_.empty()) {
           handing_over_ = false;
           return;
         }
-        next = std::move(it->second);
-        finished_.erase(it);
-        ++next_sequence_;
+        next = std::move(ready_.front());
+        ready_.pop_front();
       }
-      Slot& s = slots_[next.first];
+      Slot& slot = slots_[next.first];
       (next.second.status.ok() ? done_ : failed_).fetch_add(1);
       if (options_.stage_timing && next.second.status.ok()) overlap_.Add(next.second.times);
-      auto on_done = std::move(s.request.on_done);
+      auto on_done = std::move(slot.request.on_done);
+      next.second.times.handed_over = std::chrono::steady_clock::now();
       on_done(std::move(next.second));
       in_flight_.fetch_sub(1);
       pool_.Release(next.first);
@@ -961,9 +972,15 @@ class GpuWorker : public Worker {
   std::vector<std::thread> delivery_threads_;
   // Issue and delivery use the streams shared; Recover() swaps them exclusively.
   std::shared_mutex recover_mu_;
-  std::mutex order_mu_;  // in-order hand-over
-  std::map<uint64_t, std::pair<int, FrameResult>> finished_;
-  uint64_t next_sequence_ = 0;
+  // In-order hand-over, per stream (FrameRequest::stream).
+  struct StreamOrder {
+    uint64_t submitted = 0;  // sequence numbers given out
+    uint64_t next = 0;       // the next to hand over
+    std::map<uint64_t, std::pair<int, FrameResult>> finished;  // waiting for earlier ones
+  };
+  std::mutex order_mu_;
+  std::unordered_map<uint64_t, StreamOrder> streams_;
+  std::deque<std::pair<int, FrameResult>> ready_;  // in order, to hand over
   bool handing_over_ = false;
   std::shared_ptr<Registry> registry_ = std::make_shared<Registry>();
   std::atomic<bool> dead_{false};

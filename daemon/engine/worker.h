@@ -36,6 +36,7 @@ struct GpuInterval {
 
 struct FrameTimes {
   SteadyTime submitted, started, first_byte, done;
+  SteadyTime handed_over;  // when on_done was called
   // GPU worker with stage_timing only, on its GPU clock:
   GpuInterval upload, encode;
   std::vector<double> band_done;          // when each band's last stage finished
@@ -53,8 +54,12 @@ struct FrameRequest {
   uint64_t id = 0;
   FrameView frame;  // caller memory; Submit() has copied it by the time it returns
   std::vector<Rendition> renditions;
-  // Called exactly once, on one of the worker's delivery threads, one frame at a time and
-  // in submission order.
+  // The caller's stream (a session): frames of one stream are handed over in the order
+  // they were submitted, while a stream's slow frame does not hold back another
+  // stream's finished ones.
+  uint64_t stream = 0;
+  // Called exactly once, on one of the worker's delivery threads, one frame at a time,
+  // in submission order within the frame's stream.
   std::function<void(FrameResult&&)> on_done;
   // Optional: called once the worker will never read the frame's memory again. For a
   // frame it copied, that is before Submit() returns; for a frame in registered memory

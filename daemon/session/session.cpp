@@ -407,6 +407,10 @@ Status Session::SubmitFrame(const FrameView& view, int64_t pts, std::shared_ptr<
   q.request.id = frames_in_.load();
   q.request.frame = view;
   q.request.renditions = renditions_;
+  // The session's own stream of frames: in order among themselves, never held back by
+  // another session's. The address is unique among live sessions, and a session lives
+  // while the worker holds any of its frames (on_done keeps it).
+  q.request.stream = reinterpret_cast<uintptr_t>(this);
   q.request.on_done = [self = shared_from_this(), pts](FrameResult&& r) { self->OnFrameDone(pts, std::move(r)); };
   q.keepalive = std::move(keepalive);
   Status s = lane_->Submit(std::move(q));

@@ -61,6 +61,7 @@ struct ModeResult {
   double encode_mean = 0, encode_concurrent = 0;
   double ttfb_p50 = 0, ttfb_p99 = 0, latency_p50 = 0, latency_p99 = 0;
   double light_ttfb_p99 = 0;  // stall scenario: the light frames only
+  double light_handover_p99 = 0;  // and their time from submission to on_done
   bool timed = false;
 };
 
@@ -70,14 +71,17 @@ ModeResult Summarise(const std::string& mode, const std::vector<FrameTimes>& tim
   r.mode = mode;
   r.wall = Seconds(start, end);
   r.fps = times.empty() ? 0 : times.size() / r.wall;
-  std::vector<double> ttfb, latency, light_ttfb;
+  std::vector<double> ttfb, latency, light_ttfb, light_handover;
   std::vector<GpuInterval> engines[3];
   double lo = 1e30, hi = 0;
   for (size_t i = 0; i < times.size(); ++i) {
     const FrameTimes& t = times[i];
     ttfb.push_back(Seconds(t.submitted, t.first_byte));
     latency.push_back(Seconds(t.submitted, t.done));
-    if (!heavy.empty() && !heavy[i]) light_ttfb.push_back(ttfb.back());
+    if (!heavy.empty() && !heavy[i]) {
+      light_ttfb.push_back(ttfb.back());
+      light_handover.push_back(Seconds(t.submitted, t.handed_over));
+    }
     if (t.upload.end > 0) {
       r.timed = true;
       engines[0].push_back(t.upload);
@@ -92,6 +96,7 @@ ModeResult Summarise(const std::string& mode, const std::vector<FrameTimes>& tim
   r.latency_p50 = Percentile(latency, 0.5);
   r.latency_p99 = Percentile(latency, 0.99);
   r.light_ttfb_p99 = Percentile(light_ttfb, 0.99);
+  r.light_handover_p99 = Percentile(light_handover, 0.99);
   if (r.timed) {
     for (int e = 0; e < 3; ++e) r.busy[e] = UnionLength(engines[e]);
     r.overlap = OverlapLength(engines);
@@ -152,7 +157,7 @@ StatusOr<ModeResult> RunWorkerMode(const std::string& mode, std::unique_ptr<Work
                                    const std::vector<const OwnedFrame*>& seq,
                                    const std::vector<EncodeParams>& params, const std::vector<bool>& heavy,
                                    const std::vector<std::pair<int, int>>& ladder, bool registered,
-                                   const std::string& times_csv) {
+                                   bool heavy_stream, const std::string& times_csv) {
   // Registered: the frames are page-locked where they are and uploaded from there, the
   // "pinned host frames" case. Otherwise the worker copies each into a pinned slot.
   std::vector<std::unique_ptr<HostMemoryRegistration>> registrations;
@@ -193,6 +198,7 @@ StatusOr<ModeResult> RunWorkerMode(const std::string& mode, std::unique_ptr<Work
     req.id = i;
     req.frame = seq[i]->view;
     req.renditions = RenditionsFor(params[i], ladder, heavy[i]);
+    req.stream = heavy_stream && heavy[i] ? 1 : 0;  // the heavy frames as another session's
     req.on_done = [&](FrameResult&& r) {
       std::lock_guard<std::mutex> lock(mu);
       if (!r.status.ok() && failure.ok()) failure = r.status;
@@ -311,7 +317,8 @@ Status Run(const PipelineBenchOptions& o) {
         m.progress_events = mode == "on";
         ASSIGN_OR_RETURN(auto w, MakeGpuWorker(0, m));
         ASSIGN_OR_RETURN(ModeResult r, RunWorkerMode("pipelined, progress events " + mode, std::move(w), seq, params,
-                                                     heavy, ladder, o.input_memory == "registered", o.times_csv));
+                                                     heavy, ladder, o.input_memory == "registered", o.stall_streams,
+                                                     o.times_csv));
         results.push_back(r);
       } else {
         return InvalidArgument("--modes: unknown mode " + mode);
@@ -320,7 +327,8 @@ Status Run(const PipelineBenchOptions& o) {
   } else {
     wo.stage_timing = false;
     ASSIGN_OR_RETURN(ModeResult r,
-                     RunWorkerMode("cpu worker", MakeCpuWorker(wo), seq, params, heavy, ladder, false, o.times_csv));
+                     RunWorkerMode("cpu worker", MakeCpuWorker(wo), seq, params, heavy, ladder, false, o.stall_streams,
+                                   o.times_csv));
     results.push_back(r);
   }
 
@@ -400,8 +408,10 @@ Status Run(const PipelineBenchOptions& o) {
     std::printf("progress events on vs off: p99 ttfb %.1f%% lower, frames/s %+.1f%%\n",
                 100 * (1 - on->ttfb_p99 / off->ttfb_p99), 100 * (on->fps / off->fps - 1));
     if (o.stall_every > 0)
-      std::printf("stall scenario, light frames: p99 ttfb %.2fms (off) -> %.2fms (on)\n", 1e3 * off->light_ttfb_p99,
-                  1e3 * on->light_ttfb_p99);
+      std::printf("stall scenario, light frames: p99 ttfb %.2fms (off) -> %.2fms (on); p99 to hand-over %.2fms "
+                  "(off) -> %.2fms (on)\n",
+                  1e3 * off->light_ttfb_p99, 1e3 * on->light_ttfb_p99, 1e3 * off->light_handover_p99,
+                  1e3 * on->light_handover_p99);
   }
   std::printf("{\"bench\":\"pipeline\",\"worker\":\"%s\",\"device\":\"%s\",\"width\":%d,\"height\":%d,\"format\":\"%s\","
               "\"quality\":%d,\"frames\":%d,\"slots\":%d,\"stall_every\":%d,\"h2d_bound_fps\":%.1f,"
@@ -447,6 +457,8 @@ void AddPipelineCommand(CLI::App& app, PipelineBenchOptions* o, int* exit_code) 
       ->capture_default_str();
   cmd->add_option("--band-rows", o->band_rows, "Pixel rows per band; 0: the worker's default")->capture_default_str();
   cmd->add_option("--stall-every", o->stall_every, "Every Nth frame is heavy (0: off)")->capture_default_str();
+  cmd->add_flag("--stall-streams", o->stall_streams,
+                "Submit the heavy frames as another stream (session) than the light ones");
   cmd->add_option("--stall-size", o->stall_size, "Size of the heavy frames")->capture_default_str();
   cmd->add_option("--stall-quality", o->stall_quality, "Quality of the heavy frames")->capture_default_str();
   cmd->add_option("--times-csv", o->times_csv, "Append each timed frame's host and GPU times (us) to this CSV");

@@ -28,6 +28,7 @@ struct PipelineBenchOptions {
   int launch_frames = 1;        // most frames of one shape a GPU launch carries
   int stall_every = 0;          // every Nth frame is heavy (0: no stall scenario)
   std::string stall_size = "3840x2160";
+  bool stall_streams = false;   // the heavy frames as another session's stream
   int stall_quality = 100;
   std::string times_csv;        // each timed frame's host and GPU times, for diagnosis
 };

@@ -5,8 +5,10 @@
 // refusal of bad input. Free of FFmpeg and gRPC so it runs on the GPU host as built.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <future>
 #include <map>
 #include <mutex>
@@ -74,12 +76,15 @@ std::vector<Case> MixedCases(int n) {
 }
 
 // Submits every case as one single-rendition frame (id = index) and waits for delivery.
-void SubmitAll(Worker& worker, const std::vector<Case>& cases, Collector& got) {
+// Frame i goes to stream stream_of(i) (one stream when not given).
+void SubmitAll(Worker& worker, const std::vector<Case>& cases, Collector& got,
+               const std::function<uint64_t(size_t)>& stream_of = nullptr) {
   for (size_t i = 0; i < cases.size(); ++i) {
     FrameRequest req;
     req.id = i;
     req.frame = cases[i].frame.view;
     req.renditions = {Rendition{0, 0, cases[i].params}};
+    if (stream_of) req.stream = stream_of(i);
     req.on_done = got.Callback();
     ASSERT_TRUE(worker.Submit(std::move(req)).ok()) << "frame " << i;
   }
@@ -107,6 +112,27 @@ TEST_P(WorkerTest, OutputMatchesCpuEncoderInSubmissionOrder) {
   if (HasFatalFailure()) return;
   ASSERT_EQ(got.results.size(), cases.size());
   for (size_t i = 0; i < got.order.size(); ++i) EXPECT_EQ(got.order[i], i);
+  ExpectMatchesCpuEncoder(cases, got);
+}
+
+// Frames of three streams, submitted interleaved, in mixed sizes so that they finish out
+// of order: each stream's frames are handed over in its own submission order.
+TEST_P(WorkerTest, EachStreamsFramesComeInItsSubmissionOrder) {
+  WorkerOptions options;
+  MAKE_OR_SKIP(worker, options);
+  const auto cases = MixedCases(36);
+  Collector got;
+  const auto stream_of = [](size_t i) { return static_cast<uint64_t>(i % 3 == 0 ? 7 : i % 3 == 1 ? 1000 : 0); };
+  SubmitAll(*worker, cases, got, stream_of);
+  if (HasFatalFailure()) return;
+  ASSERT_EQ(got.results.size(), cases.size());
+  std::map<uint64_t, std::vector<uint64_t>> per_stream;
+  for (uint64_t id : got.order) per_stream[stream_of(id)].push_back(id);
+  ASSERT_EQ(per_stream.size(), 3u);
+  for (const auto& [stream, ids] : per_stream) {
+    EXPECT_TRUE(std::is_sorted(ids.begin(), ids.end())) << "stream " << stream << " out of order";
+    EXPECT_EQ(ids.size(), 12u);
+  }
   ExpectMatchesCpuEncoder(cases, got);
 }
 

@@ -153,14 +153,14 @@ __global__ void ColorDctKernel(BandLaunch L) {
   for (int v = threadIdx.x; v < vectors; v += blockDim.x) dst[v] = staged[v];
 }
 
-// Loads the Huffman tables into shared memory. Every load is issued before the first
-// store, so the CTA waits for one memory round trip, not one per word (a load-store
+// Loads the packed Huffman tables into shared memory. Every load is issued before the
+// first store, so the CTA waits for one memory round trip, not one per word (a load-store
 // loop serialises them: Nsight Compute put 5 % of the coding kernel's stalls here).
-__device__ void LoadHuffTables(const EncodeTables* t, HuffTable* dc, HuffTable* ac) {
-  constexpr int kWords = static_cast<int>(2 * sizeof(HuffTable) / 4);  // dc[2] or ac[2]
-  constexpr int kPerThread = (kWords + 63) / 64;                        // blockDim.x >= 64
-  const uint32_t* src_dc = reinterpret_cast<const uint32_t*>(&t->dc[0]);
-  const uint32_t* src_ac = reinterpret_cast<const uint32_t*>(&t->ac[0]);
+__device__ void LoadHuffTables(const EncodeTables* t, PackedHuffTable* dc, PackedHuffTable* ac) {
+  constexpr int kWords = static_cast<int>(2 * sizeof(PackedHuffTable) / 4);  // dc[2] or ac[2]
+  constexpr int kPerThread = (kWords + 63) / 64;                              // blockDim.x >= 64
+  const uint32_t* src_dc = reinterpret_cast<const uint32_t*>(&t->packed_dc[0]);
+  const uint32_t* src_ac = reinterpret_cast<const uint32_t*>(&t->packed_ac[0]);
   uint32_t got_dc[kPerThread], got_ac[kPerThread];
 #pragma unroll
   for (int j = 0; j < kPerThread; ++j) {
@@ -207,44 +207,39 @@ __device__ void StageLevels(const int16_t* levels, int count, uint32_t* stage) {
   }
 }
 
-// Codes one half of band-local block i (levels staged in shared memory, zigzag order)
-// into its own raw bit buffer: half 0 the DC and the AC coefficients 1..31, half 1 the
-// AC coefficients 32..63 and the EOB. Concatenated, the halves are exactly the bits
-// EncodeBlock writes: half 1 takes the zero run that crosses the split from the nonzero
-// mask (the last nonzero level before 32), and only it can end the block. DC prediction
-// needs only the previous block's DC level, which the colour+DCT kernel has written, so
+// The value `v` of the thread whose index differs from this one's in bit 0: the other
+// half of its block.
+__device__ inline uint32_t FromPartner(uint32_t v) {
+#if defined(CONVEYOR_GPU_NVIDIA)
+  return __shfl_xor_sync(0xFFFFFFFFu, v, 1);
+#else
+  return __shfl_xor(v, 1);
+#endif
+}
+
+// Codes one half of band-local block i (EncodeHalfBlock; levels staged in shared
+// memory, zigzag order) into its own raw bit buffer. `low` and `high` are the block's
+// nonzero masks. DC prediction needs only the previous block's DC level, which the
+// colour+DCT kernel has written (and which is usually staged beside this block), so
 // every half is independent.
 __device__ void CodeBlockHalf(const EncodePlan& p, const BandScratchBuffers& f, int band, int i, int half,
-                              const int16_t* levels, const HuffTable* dc, const HuffTable* ac) {
+                              const int16_t* levels, uint32_t low, uint32_t high, const uint32_t* stage,
+                              int staged_first, const PackedHuffTable* dc, const PackedHuffTable* ac) {
   const int cls = p.comp[p.block_comp[i % p.blocks_per_mcu]].quant;
   const size_t unit = static_cast<size_t>(i) * 2 + half;
   WordWriter w{f.block_words + unit * kHalfWords, 0, 0, 0, 0};
-  uint64_t nonzero = 0;
-  for (int k = 1; k < 64; ++k) nonzero |= static_cast<uint64_t>(levels[k] != 0) << k;
-  const uint64_t first_half = nonzero & 0xFFFFFFFFull;  // bits 1..31
-  int last = 0;
-  uint64_t mine;
+  int32_t dc_diff = 0;
   if (half == 0) {
     const int prev = PreviousBlockSameComponent(p, band, i);
-    const int32_t last_dc = prev < 0 ? 0 : f.levels[static_cast<size_t>(prev) * 64];
-    PutValue(w, dc[cls], 0, levels[0] - last_dc);
-    mine = first_half;
-  } else {
-    if (first_half != 0) last = 63 - __clzll(static_cast<long long>(first_half));
-    mine = nonzero & ~0xFFFFFFFFull;
-  }
-  while (mine != 0) {
-    const int k = LowestSetBit64(mine);
-    mine &= mine - 1;
-    int run = k - last - 1;
-    while (run > 15) {
-      PutBits(w, ac[cls].code[0xF0], ac[cls].size[0xF0]);  // ZRL: sixteen zeros
-      run -= 16;
+    int32_t last_dc = 0;
+    if (prev >= staged_first) {
+      last_dc = reinterpret_cast<const int16_t*>(stage + (prev - staged_first) * kStageBlockWords)[0];
+    } else if (prev >= 0) {
+      last_dc = f.levels[static_cast<size_t>(prev) * 64];  // an earlier round's block
     }
-    PutValue(w, ac[cls], run << 4, levels[k]);
-    last = k;
+    dc_diff = levels[0] - last_dc;
   }
-  if (half == 1 && (nonzero >> 63) == 0) PutBits(w, ac[cls].code[0x00], ac[cls].size[0x00]);  // EOB
+  EncodeHalfBlock(w, levels, low, high, half, dc_diff, dc[cls], ac[cls]);
   FlushWords(w);
   f.block_bits[unit] = w.total_bits;
 }
@@ -314,7 +309,7 @@ __device__ inline uint8_t StreamByte(const uint32_t* words, uint32_t j) {
 __global__ void SegmentCodeKernel(BandLaunch L) {
   __shared__ uint32_t scan[kSegmentThreads];
   __shared__ uint32_t stage[kStageWords];
-  __shared__ HuffTable dc[2], ac[2];
+  __shared__ PackedHuffTable dc[2], ac[2];
   __shared__ int ticket;
   __shared__ bool last_to_finish;
   const BandItem& item = L.item[ItemOfCta(L, blockIdx.x, true)];
@@ -342,9 +337,13 @@ __global__ void SegmentCodeKernel(BandLaunch L) {
     StageLevels(f.levels + static_cast<size_t>(b0 + round) * 64, count, stage);
     __syncthreads();
     const int k = static_cast<int>(threadIdx.x) / 2;
+    const int half = static_cast<int>(threadIdx.x) % 2;
+    const uint32_t* pairs = stage + k * kStageBlockWords;
+    const uint32_t mine = k < count ? HalfNonzeroMask(pairs + 16 * half, half) : 0;
+    const uint32_t other = FromPartner(mine);  // every lane takes part
     if (k < count) {
-      const int16_t* levels = reinterpret_cast<const int16_t*>(stage + k * kStageBlockWords);
-      CodeBlockHalf(p, f, band, b0 + round + k, threadIdx.x % 2, levels, dc, ac);
+      CodeBlockHalf(p, f, band, b0 + round + k, half, reinterpret_cast<const int16_t*>(pairs), half ? other : mine,
+                    half ? mine : other, stage, b0 + round, dc, ac);
     }
     __syncthreads();  // the stage is free again; every half's bits are in global memory
   }

@@ -24,6 +24,22 @@ CONVEYOR_HD inline int LowestSetBit64(uint64_t x) {
 #endif
 }
 
+// Index of the lowest and of the highest set bit of a word; x must be non-zero.
+CONVEYOR_HD inline int LowestSetBit32(uint32_t x) {
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+  return __ffs(static_cast<int>(x)) - 1;
+#else
+  return __builtin_ctz(x);
+#endif
+}
+CONVEYOR_HD inline int HighestSetBit32(uint32_t x) {
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+  return 31 - __clz(static_cast<int>(x));
+#else
+  return 31 - __builtin_clz(x);
+#endif
+}
+
 // Number of bits needed to represent v (v >= 0): 0 -> 0, 1 -> 1, 2..3 -> 2, ...
 CONVEYOR_HD inline int BitLength(uint32_t v) {
 #if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)

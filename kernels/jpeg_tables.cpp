@@ -126,6 +126,10 @@ void BuildEncodeTables(int quality, EncodeTables* out) {
     }
     ExpandHuffman(StandardDcSpec(c), &out->dc[c]);
     ExpandHuffman(StandardAcSpec(c), &out->ac[c]);
+    for (int s = 0; s < 256; ++s) {
+      out->packed_dc[c].entry[s] = out->dc[c].code[s] | static_cast<uint32_t>(out->dc[c].size[s]) << 16;
+      out->packed_ac[c].entry[s] = out->ac[c].code[s] | static_cast<uint32_t>(out->ac[c].size[s]) << 16;
+    }
   }
 }
 

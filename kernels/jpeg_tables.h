@@ -31,11 +31,18 @@ struct HuffTable {
   uint8_t size[256];  // 0 means the symbol has no code
 };
 
+// A HuffTable with each symbol's code and length in one word, code | length << 16: one
+// shared-memory load a symbol in the GPU's coding loop instead of two.
+struct PackedHuffTable {
+  uint32_t entry[256];
+};
+
 struct EncodeTables {
   uint8_t zigzag_position[64];  // natural index -> position in zigzag order
   QuantTable quant[2];      // [luma/chroma]
   HuffTable dc[2];
   HuffTable ac[2];
+  PackedHuffTable packed_dc[2], packed_ac[2];  // dc and ac again
 };
 
 // Annex K.1/K.2 tables scaled for quality 1..100 (IJG formula), clamped to 1..255 so the

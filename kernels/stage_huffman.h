@@ -82,14 +82,24 @@ CONVEYOR_HD inline void FlushWords(WordWriter& w) {
   w.nbits = 0;
 }
 
-// Magnitude category and the bits that follow it (T.81 F.1.2.1/F.1.2.2).
+// A symbol's code followed by `n` extra bits, from either form of a Huffman table.
 template <class Writer>
-CONVEYOR_HD inline void PutValue(Writer& w, const HuffTable& t, int symbol_high, int32_t v) {
+CONVEYOR_HD inline void PutSymbol(Writer& w, const HuffTable& t, int symbol, uint32_t extra, int n) {
+  PutBits(w, (static_cast<uint32_t>(t.code[symbol]) << n) | extra, t.size[symbol] + n);
+}
+template <class Writer>
+CONVEYOR_HD inline void PutSymbol(Writer& w, const PackedHuffTable& t, int symbol, uint32_t extra, int n) {
+  const uint32_t e = t.entry[symbol];
+  PutBits(w, ((e & 0xFFFFu) << n) | extra, static_cast<int>(e >> 16) + n);
+}
+
+// Magnitude category and the bits that follow it (T.81 F.1.2.1/F.1.2.2).
+template <class Writer, class Table>
+CONVEYOR_HD inline void PutValue(Writer& w, const Table& t, int symbol_high, int32_t v) {
   uint32_t magnitude = static_cast<uint32_t>(v < 0 ? -v : v);
   const int n = BitLength(magnitude);
   const uint32_t extra = static_cast<uint32_t>(v < 0 ? v - 1 : v) & ((1u << n) - 1);
-  const int symbol = symbol_high | n;
-  PutBits(w, (static_cast<uint32_t>(t.code[symbol]) << n) | extra, t.size[symbol] + n);
+  PutSymbol(w, t, symbol_high | n, extra, n);
 }
 
 // Codes one block of quantised levels (zigzag order) given the previous DC level of
@@ -118,6 +128,50 @@ CONVEYOR_HD inline void EncodeBlock(Writer& w, const int16_t* levels, int32_t* l
     last = k;
   }
   if (last != 63) PutBits(w, ac.code[0x00], ac.size[0x00]);  // EOB
+}
+
+// Bit j set when level 32 * half + j of a block is non-zero, the DC (level 0) left out.
+// `pairs` holds the half's 32 levels two to a word, as int16 levels lie in memory on
+// the little-endian hosts and GPUs this runs on.
+CONVEYOR_HD inline uint32_t HalfNonzeroMask(const uint32_t* pairs, int half) {
+  uint32_t m = 0;
+  for (int j = 0; j < 16; ++j) {
+    const uint32_t v = pairs[j];
+    m |= static_cast<uint32_t>((v & 0xFFFFu) != 0) << (2 * j);
+    m |= static_cast<uint32_t>((v >> 16) != 0) << (2 * j + 1);
+  }
+  return half == 0 ? m & ~1u : m;
+}
+
+// One half of EncodeBlock, as the GPU codes a block on two threads: half 0 is the DC
+// difference and the AC levels 1..31, half 1 the AC levels 32..63 and the EOB. `low` and
+// `high` mark the non-zero AC levels (HalfNonzeroMask of each half); half 1 takes the
+// zero run that crosses the split from `low`, and only it can end the block. Both
+// halves, one after the other, write exactly EncodeBlock's bits.
+template <class Writer, class Table>
+CONVEYOR_HD inline void EncodeHalfBlock(Writer& w, const int16_t* levels, uint32_t low, uint32_t high, int half,
+                                        int32_t dc_diff, const Table& dc, const Table& ac) {
+  int last = 0, base = 0;
+  uint32_t mine = low;
+  if (half == 0) {
+    PutValue(w, dc, 0, dc_diff);
+  } else {
+    if (low != 0) last = HighestSetBit32(low);
+    base = 32;
+    mine = high;
+  }
+  while (mine != 0) {
+    const int k = base + LowestSetBit32(mine);
+    mine &= mine - 1;
+    int run = k - last - 1;
+    while (run > 15) {
+      PutSymbol(w, ac, 0xF0, 0, 0);  // ZRL: sixteen zeros
+      run -= 16;
+    }
+    PutValue(w, ac, run << 4, levels[k]);
+    last = k;
+  }
+  if (half == 1 && (high >> 31) == 0) PutSymbol(w, ac, 0x00, 0, 0);  // EOB
 }
 
 // Codes segment `segment` (global index) whose blocks start at `band_levels` (the band's

@@ -459,7 +459,9 @@ TEST_P(WorkerTest, ResultsLendFromTheReadbackRingAndFallBackWhenItIsFull) {
       EXPECT_EQ(ExpectRenditionsMatchCpu(jobs, held), 15);
     }
     const uint64_t fallbacks = worker->Stats().readback_ring_fallbacks;
-    if (GetParam() == "gpu") EXPECT_GT(fallbacks, 0u) << "the ring never filled";
+    if (GetParam() == "gpu") {
+      EXPECT_GT(fallbacks, 0u) << "the ring never filled";
+    }
     Collector again;  // the first results are gone: one frame at a time fits the ring
     for (size_t i = 0; i < 2; ++i) {
       SubmitJobs(*worker, jobs, again, i, i + 1);

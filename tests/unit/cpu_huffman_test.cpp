@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -67,6 +69,74 @@ TEST(CpuHuffman, SameBytesAsEncodeSegment) {
   }
   EXPECT_GT(stuffed, 100) << "the 0xFF stuffing path was hardly exercised";
   std::printf("segments compared: %d, stuffed bytes: %d\n", segments, stuffed);
+}
+
+// The GPU coding kernel's scheme, run on the host with the same functions: each block
+// in two halves (EncodeHalfBlock with the packed tables and HalfNonzeroMask's masks) into
+// raw word buffers, which are concatenated, padded and stuffed. The bytes must be
+// EncodeSegment's.
+TEST(CpuHuffman, HalfBlocksGiveEncodeSegmentsBytes) {
+  std::mt19937 rng(777);
+  EncodeTables tables;
+  BuildEncodeTables(85, &tables);
+  int segments = 0;
+  for (Subsampling ss : {Subsampling::k420, Subsampling::k422, Subsampling::k444}) {
+    for (int restart : {1, 7, 16, 0}) {
+      std::vector<uint8_t> shape(1, 0);
+      FrameView f;
+      f.width = 200;
+      f.height = 70;
+      f.format = PixelFormat::kRgb24;
+      f.plane[0] = shape.data();
+      f.stride[0] = 3 * f.width;
+      EncodeParams params;
+      params.subsampling = ss;
+      params.restart_interval = restart;
+      const EncodePlan p = MakeEncodePlan(f, params).value();
+      std::vector<uint8_t> want(p.segment_capacity);
+      for (int band = 0; band < p.num_bands; ++band) {
+        std::vector<int16_t> levels(p.BandBlocks() * 64);
+        for (size_t b = 0; b < p.BandBlocks(); ++b) FillLevels(rng, static_cast<int>(rng() % 5), &levels[b * 64]);
+        const int band_first = p.BandFirstMcu(band);
+        for (int s = p.BandFirstSegment(band); s < p.BandFirstSegment(band) + p.BandSegments(band); ++s) {
+          const uint32_t n_want = EncodeSegment(p, tables, levels.data(), band, s, want.data(), p.segment_capacity);
+          const int mcu0 = std::max(s * p.segment_mcus, band_first);
+          const int mcu1 = std::min((s + 1) * p.segment_mcus, band_first + p.BandMcus(band));
+          std::vector<bool> bits;
+          for (int i = (mcu0 - band_first) * p.blocks_per_mcu; i < (mcu1 - band_first) * p.blocks_per_mcu; ++i) {
+            const int16_t* block = &levels[static_cast<size_t>(i) * 64];
+            uint32_t pairs[32];
+            std::memcpy(pairs, block, sizeof(pairs));
+            const uint32_t low = HalfNonzeroMask(pairs, 0), high = HalfNonzeroMask(pairs + 16, 1);
+            const int prev = PreviousBlockSameComponent(p, band, i);
+            const int32_t dc_diff = block[0] - (prev < 0 ? 0 : levels[static_cast<size_t>(prev) * 64]);
+            const int cls = p.comp[p.block_comp[i % p.blocks_per_mcu]].quant;
+            for (int half = 0; half < 2; ++half) {
+              uint32_t words[kMaxWordsPerBlock / 2];
+              WordWriter w{words, 0, 0, 0, 0};
+              EncodeHalfBlock(w, block, low, high, half, dc_diff, tables.packed_dc[cls], tables.packed_ac[cls]);
+              FlushWords(w);
+              ASSERT_LE(w.count, kMaxWordsPerBlock / 2);
+              for (uint32_t b = 0; b < w.total_bits; ++b) bits.push_back((words[b / 32] >> (31 - b % 32)) & 1);
+            }
+          }
+          while (bits.size() % 8 != 0) bits.push_back(true);  // 1-bit padding
+          std::vector<uint8_t> got;
+          for (size_t j = 0; j < bits.size(); j += 8) {
+            uint8_t byte = 0;
+            for (int b = 0; b < 8; ++b) byte = static_cast<uint8_t>(byte << 1 | bits[j + b]);
+            got.push_back(byte);
+            if (byte == 0xFF) got.push_back(0x00);
+          }
+          ASSERT_EQ(got.size(), n_want) << "ss " << SubsamplingName(ss) << " restart " << restart << " segment " << s;
+          ASSERT_TRUE(std::equal(got.begin(), got.end(), want.begin()))
+              << "ss " << SubsamplingName(ss) << " restart " << restart << " segment " << s;
+          ++segments;
+        }
+      }
+    }
+  }
+  EXPECT_GT(segments, 100);
 }
 
 }  // namespace

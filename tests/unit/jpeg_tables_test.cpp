@@ -61,6 +61,18 @@ TEST(JpegTables, HuffmanCodesArePrefixFreeAndComplete) {
   EXPECT_EQ(t.ac[0].code[0xF0], 0x7F9u);
 }
 
+TEST(JpegTables, PackedHuffmanTablesRepeatTheTables) {
+  EncodeTables t;
+  BuildEncodeTables(85, &t);
+  for (int c = 0; c < 2; ++c)
+    for (int s = 0; s < 256; ++s) {
+      EXPECT_EQ(t.packed_dc[c].entry[s] & 0xFFFF, t.dc[c].code[s]);
+      EXPECT_EQ(t.packed_dc[c].entry[s] >> 16, t.dc[c].size[s]);
+      EXPECT_EQ(t.packed_ac[c].entry[s] & 0xFFFF, t.ac[c].code[s]);
+      EXPECT_EQ(t.packed_ac[c].entry[s] >> 16, t.ac[c].size[s]);
+    }
+}
+
 TEST(JpegTables, QuantizerMatchesRoundedDivisionExhaustively) {
   EncodeTables t;
   BuildEncodeTables(50, &t);

@@ -78,6 +78,11 @@ void Session::Touch() { last_activity_ns_.store(NowNs()); }
 
 double Session::IdleSeconds() const { return (NowNs() - last_activity_ns_.load()) / 1e9; }
 
+bool Session::HasUnsentOutput() const {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  return unsent_bytes_ > 0;
+}
+
 StatusOr<bool> Session::TryPushContainerBytes(std::vector<uint8_t>& chunk) {
   if (!job_.container_input) return InvalidArgument("container_chunk: this job's input is raw frames");
   if (bytes_in_.load() + chunk.size() > options_.max_input_bytes) {

@@ -97,6 +97,9 @@ class Session : public std::enable_shared_from_this<Session> {
   bool finished() const { return finished_.load(); }
   // Seconds since input was last accepted, output last written or a frame last finished.
   double IdleSeconds() const;
+  // Whether encoded bytes handed to the client's stream are still unwritten: an idle
+  // session with unwritten output has a client that stopped reading.
+  bool HasUnsentOutput() const;
 
  private:
   void Run();
@@ -148,7 +151,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::mutex mux_mu_;  // muxers are written by the delivery thread (video) and Run (audio)
 
   // Completion tracking and output backpressure.
-  std::mutex state_mu_;
+  mutable std::mutex state_mu_;
   std::condition_variable state_cv_;
   uint64_t submitted_ = 0, completed_ = 0;
   size_t unsent_bytes_ = 0;

@@ -155,9 +155,16 @@ void SessionManager::ReapLoop() {
         s->AbortStream();
         continue;
       }
+      // A client that stopped reading cannot be told why either: its stream is let go now,
+      // not one more idle timeout later (the status would wait behind the unwritten output).
+      const bool not_reading = s->HasUnsentOutput();
       s->Cancel(Status(StatusCode::kDeadlineExceeded,
                        "session idle for more than " + std::to_string(idle_timeout_s) +
                            " s (no input read and no output written)"));
+      if (not_reading) {
+        spdlog::info("session {}: idle with output its client does not read; aborting the stream", s->id());
+        s->AbortStream();
+      }
     }
     lock.lock();
   }

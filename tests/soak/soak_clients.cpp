@@ -156,7 +156,7 @@ SessionRecord RunStallingClient(const ClientEnv& env, const StreamSpec& spec, si
   std::string id;
   size_t seen = 0;
   bool stalled = false;
-  double released_after = -1;
+  double released_after = -1, released_after_idle = -1;
   const double wait_limit_s = 2 * env.idle_timeout_s + 15;
   const e2e::TranscodeOutcome out = RunRetryingAtCap(
       stub.get(),
@@ -165,7 +165,7 @@ SessionRecord RunStallingClient(const ClientEnv& env, const StreamSpec& spec, si
         id.clear();
         seen = 0;
         stalled = false;
-        released_after = -1;
+        released_after = released_after_idle = -1;
         e2e::TranscodeCall call;
         call.spec = spec.job;
         call.spec.set_client_label("soak stall");
@@ -183,16 +183,19 @@ SessionRecord RunStallingClient(const ClientEnv& env, const StreamSpec& spec, si
           // go; what it sends waits in the transport meanwhile.
           stalled = true;
           const Clock::time_point t0 = Clock::now();
+          Clock::time_point last_frame = t0;  // when the daemon's frame count last moved
           bool first = true;
           while (SecondsSince(t0) < wait_limit_s) {
             StatusOr<std::optional<v1::SessionInfo>> listed = FindSession(observer.get(), id);
             if (listed.ok() && !listed->has_value()) {
               released_after = SecondsSince(t0);
+              released_after_idle = SecondsSince(last_frame);
               break;
             }
             if (listed.ok()) {
               // How far the daemon got past the client: what the transport took in.
               if (first) record.frames_out_at_stall = (*listed)->frames_out();
+              if (!first && (*listed)->frames_out() != record.frames_out_at_release) last_frame = Clock::now();
               record.frames_out_at_release = (*listed)->frames_out();
               first = false;
             }
@@ -205,6 +208,11 @@ SessionRecord RunStallingClient(const ClientEnv& env, const StreamSpec& spec, si
       &record);
   Note(out, &record);
   record.released_after_s = released_after;
+  record.released_after_idle_s = released_after_idle;
+  // From its last frame the session is idle (the client reads nothing, so nothing more is
+  // written, and its input stops once the output bound is reached): the reaper's period
+  // (a quarter of the timeout) and this loop's polling come on top of one idle timeout.
+  const double idle_limit_s = 1.6 * env.idle_timeout_s + 1;
   const grpc::StatusCode code = out.status.error_code();
   if (record.faulted) return record;  // a fault ended it before the stall mattered
   if (!stalled) {
@@ -214,6 +222,9 @@ SessionRecord RunStallingClient(const ClientEnv& env, const StreamSpec& spec, si
                      " s after its client stopped reading";
   } else if (released_after < env.idle_timeout_s * 0.9) {
     record.problem = "released after " + std::to_string(released_after) + " s, before the idle timeout";
+  } else if (released_after_idle > idle_limit_s) {
+    record.problem = "released " + std::to_string(released_after_idle) + " s after the daemon's last frame for it: " +
+                     "more than one idle timeout (" + std::to_string(env.idle_timeout_s) + " s)";
   } else if (code != grpc::StatusCode::DEADLINE_EXCEEDED && code != grpc::StatusCode::CANCELLED) {
     record.problem = "expected DEADLINE_EXCEEDED or CANCELLED, got " + Describe(out.status);
   } else if (code == grpc::StatusCode::DEADLINE_EXCEEDED && !Contains(out.status.error_message(), "idle")) {

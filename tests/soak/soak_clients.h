@@ -28,6 +28,7 @@ struct SessionRecord {
   bool faulted = false;        // ended by an injected worker fault
   size_t frames = 0;           // whole frames received, all renditions
   double released_after_s = 0; // stalled clients: from the stall until the daemon let go
+  double released_after_idle_s = 0;  // stalls: from the daemon's last frame for it until then
   uint64_t frames_out_at_stall = 0, frames_out_at_release = 0;  // the daemon's count, stalls
   int refused = 0;             // RESOURCE_EXHAUSTED (session cap) answers retried first
   std::string problem;         // empty: the daemon answered as it should

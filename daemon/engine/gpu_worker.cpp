@@ -10,7 +10,7 @@
 // frames of the same shape (a single 1080p band fills too few SMs on its own). Each
 // encode lane has a delivery thread that waits on one event at a time, reads band k's
 // size from mapped memory, queues band k's readback and gathers the bytes; frames then
-// reach the caller in submission order (a small reorder step). One delivery thread per lane, because a
+// reach the caller in submission order within their stream (a small reorder step). One delivery thread per lane, because a
 // frame's readback is a chain of host round trips (band done -> queue its copy -> copy
 // done) that would otherwise serialise frames the two lanes encode side by side. Nothing calls
 // device-wide synchronisation; a slot goes back to the pool only after its last copy's

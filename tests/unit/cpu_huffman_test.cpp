@@ -31,6 +31,21 @@ void FillLevels(std::mt19937& rng, int mode, int16_t* block) {
   }
 }
 
+// The plan of a 200x70 frame (a shape: its pixels are never read).
+EncodePlan PlanFor(Subsampling ss, int restart) {
+  uint8_t shape = 0;
+  FrameView f;
+  f.width = 200;
+  f.height = 70;
+  f.format = PixelFormat::kRgb24;
+  f.plane[0] = &shape;
+  f.stride[0] = 3 * f.width;
+  EncodeParams params;
+  params.subsampling = ss;
+  params.restart_interval = restart;
+  return MakeEncodePlan(f, params).value();
+}
+
 TEST(CpuHuffman, SameBytesAsEncodeSegment) {
   std::mt19937 rng(12345);
   EncodeTables tables;
@@ -40,17 +55,7 @@ TEST(CpuHuffman, SameBytesAsEncodeSegment) {
   int segments = 0, stuffed = 0;
   for (Subsampling ss : {Subsampling::k420, Subsampling::k422, Subsampling::k444}) {
     for (int restart : {1, 7, 16, 0}) {
-      std::vector<uint8_t> shape(1, 0);
-      FrameView f;
-      f.width = 200;
-      f.height = 70;
-      f.format = PixelFormat::kRgb24;
-      f.plane[0] = shape.data();
-      f.stride[0] = 3 * f.width;
-      EncodeParams params;
-      params.subsampling = ss;
-      params.restart_interval = restart;
-      const EncodePlan p = MakeEncodePlan(f, params).value();
+      const EncodePlan p = PlanFor(ss, restart);
       std::vector<uint8_t> want(p.segment_capacity), got(p.segment_capacity);
       for (int band = 0; band < p.num_bands; ++band) {
         std::vector<int16_t> levels(p.BandBlocks() * 64);
@@ -82,17 +87,7 @@ TEST(CpuHuffman, HalfBlocksGiveEncodeSegmentsBytes) {
   int segments = 0;
   for (Subsampling ss : {Subsampling::k420, Subsampling::k422, Subsampling::k444}) {
     for (int restart : {1, 7, 16, 0}) {
-      std::vector<uint8_t> shape(1, 0);
-      FrameView f;
-      f.width = 200;
-      f.height = 70;
-      f.format = PixelFormat::kRgb24;
-      f.plane[0] = shape.data();
-      f.stride[0] = 3 * f.width;
-      EncodeParams params;
-      params.subsampling = ss;
-      params.restart_interval = restart;
-      const EncodePlan p = MakeEncodePlan(f, params).value();
+      const EncodePlan p = PlanFor(ss, restart);
       std::vector<uint8_t> want(p.segment_capacity);
       for (int band = 0; band < p.num_bands; ++band) {
         std::vector<int16_t> levels(p.BandBlocks() * 64);

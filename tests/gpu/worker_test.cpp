@@ -579,6 +579,99 @@ TEST_P(WorkerTest, RenditionLaddersPastALaunchsBoundsSplit) {
   EXPECT_EQ(ExpectRenditionsMatchCpu(jobs, got), 25);
 }
 
+// A soak of faults: 160 jobs of mixed sizes, formats and renditions from four streams,
+// while one of the worker's runtime calls fails every 17th time one is made. Each job
+// comes back exactly once: failed by the fault that touched it (its status naming the
+// call), or with every rendition byte-identical to the CPU reference. Each stream keeps
+// its order, the GPU worker re-creates its streams after the faults, and once they stop
+// no slot stays in use and the next jobs are all correct.
+TEST_P(WorkerTest, AFaultSoakFailsOnlyTheFramesItTouched) {
+  const std::vector<std::string> calls =
+      GetParam() == "cpu" ? std::vector<std::string>{"cpu encode"}
+                          : std::vector<std::string>{"hipMemcpyAsync(upload)", "launch band stages", "launch scale",
+                                                     "hipMemcpyAsync(readback)"};
+  std::atomic<bool> faulting{true};
+  std::atomic<int> made{0}, fired{0};
+  WorkerOptions options;
+  options.test_fault = [&](const std::string& what) {
+    if (!faulting.load() || std::find(calls.begin(), calls.end(), what) == calls.end()) return OkStatus();
+    if (made.fetch_add(1) % 17 != 11) return OkStatus();
+    fired.fetch_add(1);
+    return Internal("injected fault");
+  };
+  MAKE_OR_SKIP(worker, options);
+  const int sizes[][2] = {{640, 360}, {320, 240}, {17, 9}, {1280, 720}};
+  const PixelFormat formats[] = {PixelFormat::kYuv420p, PixelFormat::kNv12, PixelFormat::kRgb24, PixelFormat::kBgra};
+  std::vector<Job> jobs;
+  for (int i = 0; i < 160; ++i) {
+    const auto& sz = sizes[i % 4];
+    Job job{testing::MakeSyntheticFrame(sz[0], sz[1], formats[(i / 4) % 4], 300 + i),
+            {MakeRendition(0, 0, 60 + i % 40, static_cast<Subsampling>(i % 3))}};
+    if (i % 3 == 0) job.renditions.push_back(MakeRendition(sz[0] / 2 + 1, sz[1] / 2 + 1, 80, Subsampling::k420));
+    jobs.push_back(std::move(job));
+  }
+  const auto stream_of = [](size_t i) { return static_cast<uint64_t>(i % 4); };
+  Collector got;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    FrameRequest req;
+    req.id = i;
+    req.frame = jobs[i].frame.view;
+    req.renditions = jobs[i].renditions;
+    req.stream = stream_of(i);
+    req.on_done = got.Callback();
+    ASSERT_TRUE(worker->Submit(std::move(req)).ok()) << "job " << i;
+  }
+  worker->Flush();
+  faulting = false;
+  ASSERT_EQ(got.order.size(), jobs.size()) << "every job comes back exactly once";
+  ASSERT_EQ(got.results.size(), jobs.size());
+  std::map<uint64_t, std::vector<uint64_t>> per_stream;
+  for (uint64_t id : got.order) per_stream[stream_of(id)].push_back(id);
+  for (const auto& [stream, ids] : per_stream) {
+    EXPECT_TRUE(std::is_sorted(ids.begin(), ids.end())) << "stream " << stream << " out of order";
+  }
+  // The failed jobs: each names the injected fault and a call the hook fails.
+  std::vector<Job> good_jobs;
+  Collector good;
+  int failed = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    FrameResult& r = got.results.at(i);
+    if (r.status.ok()) {
+      good.results[good_jobs.size()] = std::move(r);
+      good_jobs.push_back(std::move(jobs[i]));
+      continue;
+    }
+    ++failed;
+    EXPECT_NE(r.status.message().find("injected fault"), std::string::npos) << "job " << i << ": " << r.status.ToString();
+    const bool names_call = std::any_of(calls.begin(), calls.end(), [&](const std::string& c) {
+      return r.status.message().find(c) != std::string::npos;
+    });
+    EXPECT_TRUE(names_call) << "job " << i << ": " << r.status.ToString();
+  }
+  std::printf("fault soak: %zu jobs, %d calls made, %d faults, %d jobs failed, %zu correct\n", jobs.size(),
+              made.load(), fired.load(), failed, good_jobs.size());
+  EXPECT_GE(fired.load(), 5);
+  EXPECT_EQ(failed, fired.load()) << "a fault fails the one job it touched";
+  int renditions = 0;
+  for (const Job& j : good_jobs) renditions += static_cast<int>(j.renditions.size());
+  EXPECT_EQ(ExpectRenditionsMatchCpu(good_jobs, good), renditions);
+  got.results.clear();  // drops the results' leases on the readback ring
+  good.results.clear();
+  const WorkerStats st = worker->Stats();
+  EXPECT_EQ(st.frames_failed, static_cast<uint64_t>(failed));
+  EXPECT_EQ(st.pinned_in_use_bytes, 0u) << "a slot is still held";
+  if (GetParam() == "gpu") {
+    EXPECT_GE(st.restarts, 1u);
+    std::printf("fault soak: %llu restarts of the GPU worker\n", static_cast<unsigned long long>(st.restarts));
+  }
+  // Afterwards: the worker serves as before.
+  const auto after = MixedCases(10);
+  Collector clean;
+  SubmitAll(*worker, after, clean);
+  if (HasFatalFailure()) return;
+  ExpectMatchesCpuEncoder(after, clean);
+}
+
 INSTANTIATE_TEST_SUITE_P(Workers, WorkerTest, ::testing::Values("cpu", "gpu"),
                          [](const auto& info) { return info.param; });
 

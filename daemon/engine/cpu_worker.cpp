@@ -108,6 +108,7 @@ class CpuWorker : public Worker {
       if (options_.test_on_input_free) options_.test_on_input_free(*slot, s.bytes.data(), s.bytes.size());
       auto on_done = std::move(s.request.on_done);
       (status.ok() ? done_ : failed_).fetch_add(1);
+      result.times.handed_over = std::chrono::steady_clock::now();
       on_done(std::move(result));
       in_flight_.fetch_sub(1);
       pool_.Release(*slot);  // after delivery, so Flush() means "all delivered"

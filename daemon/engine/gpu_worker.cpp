@@ -19,12 +19,12 @@
 #include <atomic>
 #include <deque>
 #include <map>
-#include <unordered_map>
 #include <memory>
-#include <shared_mutex>
-#include <optional>
 #include <mutex>
+#include <optional>
+#include <shared_mutex>
 #include <thread>
+#include <unordered_map>
 
 #include "encode_plan.h"
 #include "frame_queue.h"

@@ -1,10 +1,12 @@
-// The rendition scaler's kernels, both the exact integer filters of stage_scale.h, so
-// both give the CPU path's bytes.
-//  - SeparableScaleKernel, the usual one: a CTA makes a 32 x 16 tile of one plane. It
-//    works out the tile's column and row taps once, sums each source row the tile reads
-//    with the column weights into shared memory (horizontal pass), then weights those
-//    sums down the columns (vertical pass): ScaleSampleFromTaps's integer sums, each
-//    source row summed once a tile instead of once per destination row that reads it.
+// The rendition scaler's kernels, all the exact integer filters of stage_scale.h, so
+// all give the CPU path's bytes.
+//  - AreaScaleKernel, the usual one (area filtering on both axes, at most four source
+//    samples across, 32-bit sums): a thread a destination column and a few rows, with
+//    ScaleAreaStrip; one launch for all the renditions of a frame that it takes.
+//  - SeparableScaleKernel, for bilinear axes and shrinks of up to about 7x: a CTA makes a
+//    32 x 16 tile of one plane. It works out the tile's column and row taps once, sums
+//    each source row the tile reads with the column weights into shared memory
+//    (horizontal pass), then weights those sums down the columns (vertical pass).
 //  - ScaleKernel, where an axis has more than kSeparableMaxTaps taps (shrinking more
 //    than about 7 times): a 16 x 16 tile, a thread per pixel, ScaleSampleFromTaps per
 //    sample.
@@ -13,17 +15,21 @@
 //    20.3 / 9.6 us once the plane's entries of the parameter arrays were picked with
 //    constant indices (Pick): indexing them by blockIdx.z had every thread copy the
 //    arrays to local memory (5.6 M L2 sectors -> 0.43 M). 32 x 32 tiles: 18 / 12 us.
-//  - SeparableScaleKernel: 15.9 / 9.7 us (10.5 M warp instructions for 720p, issue-bound
-//    at 64 %, 32 registers, every warp slot filled). Tried and slower: unrolled loops over
-//    the plane's most taps, predicated (14.7 M instructions, 21.7 us); taps fixed at
-//    compile time for the usual 2 x 2 and 3 x 3 (8.3 M instructions but 64 registers,
-//    half the warps resident, 18.4 us). A flat grid over the planes' tiles, to skip the
-//    chroma planes' empty CTAs, took 48 registers and so fewer resident warps.
+//  - SeparableScaleKernel: 15.9 / 9.2 us (10.5 M + 3.6 M warp instructions, issue-bound,
+//    every warp slot filled). Tried and slower: unrolled loops over the plane's most
+//    taps, predicated (21.7 us); taps fixed at compile time for the usual 2 x 2 and 3 x 3
+//    (64 registers, half the warps resident, 18.4 us).
+//  - AreaScaleKernel: 9.5 / 13.6 us with 8 rows a thread and a row's loads at a time
+//    (4.2 M + 1.5 M instructions; 360p had too few threads to hide its loads), 9.7 / 6.8
+//    with strips sized to the GPU, and 12.5 us for both in one launch with four rows'
+//    loads in flight (6.1 M instructions).
 // Nothing depends on the warp or wavefront width.
 #include "gpu_scale.h"
 
-#include <numeric>
+#include <algorithm>
+#include <climits>
 #include <string>
+#include <vector>
 
 #include "gpu_runtime.h"
 #include "stage_scale.h"
@@ -67,13 +73,9 @@ constexpr int kSeparableTileW = 32, kSeparableTileH = 16, kSeparableThreadsY = 8
 constexpr int kSeparableMaxTaps = 8;
 constexpr int kSeparableMaxRows = kSeparableTileH * (kSeparableMaxTaps - 1) + 3;
 
-// The most source samples a destination sample reads along an axis. Area: sample d
-// covers [d*src, d*src + src) in units of 1/dst pixel; with f = d*src mod dst, a
-// multiple of g = gcd(src, dst) below dst, it touches floor((f + src - 1) / dst) + 1
-// pixels, most at f = dst - g (exactly src/dst where dst divides src).
+// The most source samples a destination sample reads along an axis.
 int MaxAxisTaps(int src, int dst, ScaleFilter filter) {
-  if (filter != ScaleFilter::kArea) return 2;
-  return (dst - std::gcd(src, dst) + src - 1) / dst + 1;
+  return filter == ScaleFilter::kArea ? MaxAreaTaps(src, dst) : 2;
 }
 
 // At most how many source rows `rows` consecutive destination rows read.
@@ -161,26 +163,125 @@ __global__ void __launch_bounds__(kSeparableTileW * kSeparableThreadsY)
   }
 }
 
-}  // namespace
+// The area kernel: a CTA is kAreaColumns consecutive bytes of a destination row (virtual
+// columns, channels included) and `rows` rows down; each thread makes one column of it
+// with ScaleAreaStrip. The grid is flat over the CTAs of up to kAreaMaxJobs planes, of
+// one or several renditions of the same source (a ladder's 720p and 360p in one launch),
+// so the smaller chroma planes start no empty CTAs. Strips are as short as still gives
+// kAreaFillThreads threads (half the warp slots of the H200's 132 SMs), and at most
+// kAreaMaxRows: a strip's rows are a thread's chain of loads.
+constexpr int kAreaColumns = 128, kAreaMaxRows = 8, kAreaMaxTaps = 4, kAreaMaxJobs = 6;
+constexpr int64_t kAreaFillThreads = 132 * 1024;
 
-Status EnqueueScale(const ScalePlan& p, const SourcePlanes& s, uint8_t* dst, hipStream_t stream) {
-  if (dst == nullptr) return InvalidArgument("EnqueueScale: destination buffer is null");
-  int max_width = 0, max_rows = 0;
+struct AreaPlaneJob {
+  ScalePlaneGeom g;
+  const uint8_t* src;
+  uint8_t* dst;
+  int src_stride, dst_stride;
+  int columns;    // CTAs across the plane
+  int first_cta;  // INT_MAX past the launch's last job
+};
+
+struct AreaLaunch {
+  AreaPlaneJob job[kAreaMaxJobs];
+  int rows;  // destination rows a thread makes
+};
+
+template <int K>
+__global__ void __launch_bounds__(kAreaColumns) AreaScaleKernel(const CONVEYOR_GRID_CONSTANT AreaLaunch p) {
+  const int b = static_cast<int>(blockIdx.x);
+  int j = 0;
+  for (int i = 1; i < kAreaMaxJobs; ++i) j += b >= p.job[i].first_cta ? 1 : 0;
+  const AreaPlaneJob& job = p.job[j];
+  const int local = b - job.first_cta;
+  const int strip = local / job.columns;
+  const int v = (local - strip * job.columns) * kAreaColumns + static_cast<int>(threadIdx.x);
+  if (v >= job.g.dst_w * job.g.channels) return;
+  const int y0 = strip * p.rows, y_end = min(y0 + p.rows, job.g.dst_h);
+  const size_t out_stride = static_cast<size_t>(job.dst_stride);
+  ScaleAreaStrip<K>(job.g, job.src, static_cast<size_t>(job.src_stride), v, y0, y_end, job.dst + y0 * out_stride + v,
+                    out_stride);
+}
+
+// The most taps across of the plan's planes where every plane fits AreaScaleKernel, else 0.
+int AreaTaps(const ScalePlan& p) {
+  int taps = 1;
   for (int i = 0; i < p.num_planes; ++i) {
-    if (s.plane[i] == nullptr) {
+    if (!AreaColumnsFit<kAreaMaxTaps>(p.plane[i])) return 0;
+    taps = std::max(taps, MaxAreaTaps(p.plane[i].src_w, p.plane[i].dst_w));
+  }
+  return taps;
+}
+
+// One launch over the planes of jobs[0..n), which fit it and hold kAreaMaxJobs planes.
+void LaunchAreaScale(const ScaleJob* jobs, int n, int taps, hipStream_t stream) {
+  AreaLaunch launch{};
+  int planes = 0;
+  int64_t samples = 0;
+  for (int r = 0; r < n; ++r) {
+    const ScalePlan& p = *jobs[r].plan;
+    for (int i = 0; i < p.num_planes; ++i, ++planes) {
+      AreaPlaneJob& job = launch.job[planes];
+      job.g = p.plane[i];
+      job.src = jobs[r].src.plane[i];
+      job.src_stride = jobs[r].src.stride[i];
+      job.dst = jobs[r].dst + p.dst_offset[i];
+      job.dst_stride = p.dst_row_bytes[i];
+      samples += static_cast<int64_t>(job.g.dst_w) * job.g.channels * job.g.dst_h;
+    }
+  }
+  launch.rows = static_cast<int>(std::clamp<int64_t>(samples / kAreaFillThreads, 1, kAreaMaxRows));
+  int ctas = 0;  // < 2^31: at most 6 planes of 16384^2 * 4 bytes / 128
+  for (int i = 0; i < kAreaMaxJobs; ++i) {
+    AreaPlaneJob& job = launch.job[i];
+    if (i >= planes) {
+      job.first_cta = INT_MAX;
+      continue;
+    }
+    job.columns = (job.g.dst_w * job.g.channels + kAreaColumns - 1) / kAreaColumns;
+    job.first_cta = ctas;
+    ctas += job.columns * ((job.g.dst_h + launch.rows - 1) / launch.rows);
+  }
+  const dim3 block(kAreaColumns, 1, 1);
+  const dim3 blocks(static_cast<unsigned>(ctas), 1, 1);
+  if (taps <= 2) {
+    hipLaunchKernelGGL(AreaScaleKernel<2>, blocks, block, 0, stream, launch);
+  } else if (taps == 3) {
+    hipLaunchKernelGGL(AreaScaleKernel<3>, blocks, block, 0, stream, launch);
+  } else {
+    hipLaunchKernelGGL(AreaScaleKernel<4>, blocks, block, 0, stream, launch);
+  }
+}
+
+std::string Describe(const ScalePlan& p) {
+  return std::to_string(p.src_width) + "x" + std::to_string(p.src_height) + " -> " + std::to_string(p.dst_width) +
+         "x" + std::to_string(p.dst_height) + " " + PixelFormatName(p.format);
+}
+
+Status CheckJob(const ScaleJob& job) {
+  const ScalePlan& p = *job.plan;
+  if (job.dst == nullptr) return InvalidArgument("EnqueueScale: destination buffer is null");
+  for (int i = 0; i < p.num_planes; ++i) {
+    if (job.src.plane[i] == nullptr) {
       return InvalidArgument("EnqueueScale: source plane " + std::to_string(i) + " is null");
     }
-    if (s.stride[i] < p.SrcRowBytes(i)) {
-      return InvalidArgument("EnqueueScale: stride " + std::to_string(s.stride[i]) + " of plane " +
-                             std::to_string(i) + " is shorter than a row (" +
-                             std::to_string(p.SrcRowBytes(i)) + " bytes)");
+    if (job.src.stride[i] < p.SrcRowBytes(i)) {
+      return InvalidArgument("EnqueueScale: stride " + std::to_string(job.src.stride[i]) + " of plane " +
+                             std::to_string(i) + " is shorter than a row (" + std::to_string(p.SrcRowBytes(i)) +
+                             " bytes)");
     }
-    if (p.plane[i].dst_w > max_width) max_width = p.plane[i].dst_w;
-    if (p.plane[i].dst_h > max_rows) max_rows = p.plane[i].dst_h;
   }
-  // At most 16384 / 16 CTAs across and down: inside every limit.
-  const bool separable = FitsSeparable(p);
-  if (separable) {
+  return OkStatus();
+}
+
+// A scale the area kernel does not take, with the separable or the per-sample kernel.
+void LaunchOtherScale(const ScalePlan& p, const SourcePlanes& s, uint8_t* dst, hipStream_t stream) {
+  int max_width = 0, max_rows = 0;
+  for (int i = 0; i < p.num_planes; ++i) {
+    max_width = std::max(max_width, p.plane[i].dst_w);
+    max_rows = std::max(max_rows, p.plane[i].dst_h);
+  }
+  if (FitsSeparable(p)) {  // at most 16384 / 16 CTAs across and down: inside every limit
     const dim3 block(kSeparableTileW, kSeparableThreadsY, 1);
     const dim3 grid((max_width + kSeparableTileW - 1) / kSeparableTileW,
                     (max_rows + kSeparableTileH - 1) / kSeparableTileH, p.num_planes);
@@ -191,11 +292,46 @@ Status EnqueueScale(const ScalePlan& p, const SourcePlanes& s, uint8_t* dst, hip
                     p.num_planes);
     hipLaunchKernelGGL(ScaleKernel, grid, block, 0, stream, p, s, dst);
   }
-  GPU_RETURN_IF_ERROR(hipGetLastError(),
-                      std::string("launch ") + (separable ? "SeparableScaleKernel" : "ScaleKernel") + " (" +
-                          std::to_string(p.src_width) + "x" + std::to_string(p.src_height) + " -> " + std::to_string(p.dst_width) + "x" +
-                          std::to_string(p.dst_height) + " " + PixelFormatName(p.format) + ")");
-  return OkStatus();
+}
+
+}  // namespace
+
+Status EnqueueScales(const ScaleJob* jobs, int n, hipStream_t stream) {
+  for (int r = 0; r < n; ++r) RETURN_IF_ERROR(CheckJob(jobs[r]));
+  std::vector<ScaleJob> area;  // the area kernel's jobs, launched together in order
+  int area_planes = 0, area_taps = 1;
+  auto flush_area = [&]() -> Status {
+    if (area.empty()) return OkStatus();
+    LaunchAreaScale(area.data(), static_cast<int>(area.size()), area_taps, stream);
+    std::string what;
+    for (const ScaleJob& job : area) what += (what.empty() ? "" : ", ") + Describe(*job.plan);
+    GPU_RETURN_IF_ERROR(hipGetLastError(), "launch AreaScaleKernel (" + what + ")");
+    area.clear();
+    area_planes = 0;
+    area_taps = 1;
+    return OkStatus();
+  };
+  for (int r = 0; r < n; ++r) {
+    const ScalePlan& p = *jobs[r].plan;
+    const int taps = AreaTaps(p);
+    if (taps == 0) {
+      LaunchOtherScale(p, jobs[r].src, jobs[r].dst, stream);
+      GPU_RETURN_IF_ERROR(hipGetLastError(), std::string("launch ") +
+                                                 (FitsSeparable(p) ? "SeparableScaleKernel" : "ScaleKernel") + " (" +
+                                                 Describe(p) + ")");
+      continue;
+    }
+    if (area_planes + p.num_planes > kAreaMaxJobs) RETURN_IF_ERROR(flush_area());
+    area.push_back(jobs[r]);
+    area_planes += p.num_planes;
+    area_taps = std::max(area_taps, taps);
+  }
+  return flush_area();
+}
+
+Status EnqueueScale(const ScalePlan& plan, const SourcePlanes& src, uint8_t* dst, hipStream_t stream) {
+  const ScaleJob job{&plan, src, dst};
+  return EnqueueScales(&job, 1, stream);
 }
 
 }  // namespace conveyor

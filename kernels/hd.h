@@ -13,6 +13,15 @@
 #define CONVEYOR_HD
 #endif
 
+// Unrolls the next loop in device code (fixed, small trip counts that index register
+// arrays). Clang takes the pragma on either side; GCC, nvcc's host compiler, unrolls
+// such loops on its own and warns at it.
+#if defined(__CUDA_ARCH__) || defined(__clang__)
+#define CONVEYOR_UNROLL _Pragma("unroll")
+#else
+#define CONVEYOR_UNROLL
+#endif
+
 namespace conveyor {
 
 // Index of the lowest set bit; x must be non-zero.

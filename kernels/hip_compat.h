@@ -55,10 +55,14 @@ using hipMemcpyKind = cudaMemcpyKind;
 #define hipEventElapsedTime cudaEventElapsedTime
 #define hipLaunchKernelGGL(kernel, grid, block, shared, stream, ...) \
   kernel<<<(grid), (block), (shared), (stream)>>>(__VA_ARGS__)
+// A kernel parameter read in place (constant bank) even where it is indexed at run time;
+// without it nvcc copies an indexed parameter array to every thread's local memory.
+#define CONVEYOR_GRID_CONSTANT __grid_constant__
 
 #elif defined(CONVEYOR_GPU_AMD)
 
 #include <hip/hip_runtime.h>
+#define CONVEYOR_GRID_CONSTANT  // kernel arguments are read from memory there anyway
 
 #else
 #error "hip_compat.h is for GPU builds; define CONVEYOR_GPU_NVIDIA or CONVEYOR_GPU_AMD"

@@ -57,6 +57,17 @@ CONVEYOR_HD inline uint64_t DivideByTotal(uint64_t n, uint64_t reciprocal) {
 #endif
 }
 
+// DivideByTotal for a numerator known to fit 32 bits: floor(n * m / 2^64) from two
+// 32 x 32 -> 64-bit products instead of a full 64 x 64 -> 128-bit one. The value is the
+// same, so it is exact under DivideByTotal's conditions. n * m = hi * 2^32 + lo, and
+// hi + (lo >> 32) <= (2^32 - 1)^2 + 2^32 - 1 < 2^64 cannot overflow.
+CONVEYOR_HD inline uint32_t DivideNarrowByTotal(uint32_t n, uint64_t reciprocal) {
+  if (reciprocal == 0) return n;
+  const uint64_t lo = static_cast<uint64_t>(n) * static_cast<uint32_t>(reciprocal);
+  const uint64_t hi = static_cast<uint64_t>(n) * static_cast<uint32_t>(reciprocal >> 32);
+  return static_cast<uint32_t>((hi + (lo >> 32)) >> 32);
+}
+
 // The source samples one destination index reads along one dimension: indices
 // first..last with integer weights summing to `total`.
 //   area:     the destination sample d covers the source interval [d*src/dst,
@@ -130,6 +141,110 @@ CONVEYOR_HD inline uint8_t ScaleSampleFromTaps(const ScalePlaneGeom& g, const ui
   const uint64_t half = (static_cast<uint64_t>(tx.total) * ty.total) >> 1;
   const uint64_t v = DivideByTotal(static_cast<uint64_t>(sum) + half, g.reciprocal);
   return static_cast<uint8_t>(v > 255 ? 255 : v);
+}
+
+// The area filter on both axes, a column at a time: the GPU's usual rendition scale
+// (AreaScaleKernel in gpu_scale.hip), written here so that the host tests run it too.
+// Same sums as ScaleSampleFromTaps, in another order: a column's horizontal taps are
+// worked out once into K registers (weights zero past the last tap), and its destination
+// rows are made top to bottom, each source row summed across once. Consecutive area
+// samples share at most their boundary row, whose sum is kept for the next sample; when
+// enlarging, every sample reading the same row reuses it. Nothing is shared between
+// threads, and only one division is made a column and one a strip.
+//
+// Fits where both axes of the plane are area filtered, no destination sample reads more
+// than K source samples across (MaxAreaTaps), and the sums fit 32 bits: a sample's sum is
+// at most 255 * src_w * src_h, plus half of that total for rounding.
+inline int MaxAreaTaps(int src, int dst) {
+  int a = src, b = dst;
+  while (b != 0) {
+    const int t = a % b;
+    a = b;
+    b = t;
+  }
+  // Sample d covers [d*src, d*src + src) in units of 1/dst pixel. With f = d*src mod dst,
+  // a multiple of g = gcd(src, dst) below dst, it touches floor((f + src - 1) / dst) + 1
+  // pixels, most at f = dst - g (exactly src/dst where dst divides src).
+  return (dst - a + src - 1) / dst + 1;
+}
+
+template <int K>
+inline bool AreaColumnsFit(const ScalePlaneGeom& g) {
+  return g.filter_x == ScaleFilter::kArea && g.filter_y == ScaleFilter::kArea &&
+         MaxAreaTaps(g.src_w, g.dst_w) <= K &&
+         static_cast<uint64_t>(g.src_w) * g.src_h * 511 / 2 < (uint64_t{1} << 32);
+}
+
+// A column's horizontal taps: byte offsets into a source row and their weights.
+template <int K>
+struct AreaColumn {
+  int offset[K];
+  int32_t weight[K];
+
+  // Virtual column v = x * channels + channel of the destination plane.
+  CONVEYOR_HD AreaColumn(const ScalePlaneGeom& g, int v) {
+    const int x = g.channels == 1 ? v : v / g.channels, channel = v - x * g.channels;
+    const int lo = x * g.src_w, hi = lo + g.src_w;
+    const int first = lo / g.dst_w;
+CONVEYOR_UNROLL
+    for (int i = 0; i < K; ++i) {
+      const int a = (first + i) * g.dst_w;  // source pixel first + i covers [a, a + dst_w)
+      const int w = (hi < a + g.dst_w ? hi : a + g.dst_w) - (lo > a ? lo : a);
+      weight[i] = w > 0 ? w : 0;
+      offset[i] = (first + i < g.src_w ? first + i : g.src_w - 1) * g.channels + channel;
+    }
+  }
+
+  CONVEYOR_HD int32_t RowSum(const uint8_t* row) const {
+    int32_t sum = 0;
+CONVEYOR_UNROLL
+    for (int i = 0; i < K; ++i) sum += weight[i] * row[offset[i]];
+    return sum;
+  }
+};
+
+// Source rows a strip reads at once: their loads are independent of the sums before
+// them, so a thread has this many rows' bytes in flight instead of one (the GPU kernel
+// is bound by that chain of loads).
+constexpr int kAreaRowBatch = 4;
+
+// Destination rows y0..y_end - 1 of column v, the first written at `out`, the next
+// `out_stride` bytes further on. The source rows the strip reads are walked in order;
+// each adds its sum, weighted by its overlap, to the destination row it falls in, and a
+// row that reaches past that destination row's end (or covers several, when enlarging)
+// finishes it and carries into the next.
+template <int K>
+CONVEYOR_HD inline void ScaleAreaStrip(const ScalePlaneGeom& g, const uint8_t* src, size_t stride, int v, int y0,
+                                       int y_end, uint8_t* out, size_t out_stride) {
+  const AreaColumn<K> column(g, v);
+  const uint32_t half = (static_cast<uint32_t>(g.src_w) * static_cast<uint32_t>(g.src_h)) >> 1;
+  const int first_row = y0 * g.src_h / g.dst_h, last_row = (y_end * g.src_h - 1) / g.dst_h;
+  int lo = y0 * g.src_h, hi = lo + g.src_h;  // destination row y covers [lo, hi) in 1/dst_h rows
+  uint32_t sum = 0;
+  for (int j0 = first_row; j0 <= last_row; j0 += kAreaRowBatch) {
+    int32_t row_sum[kAreaRowBatch];
+    CONVEYOR_UNROLL
+    for (int u = 0; u < kAreaRowBatch; ++u) {
+      const int j = j0 + u < last_row ? j0 + u : last_row;  // past the end: a valid row, unused
+      row_sum[u] = column.RowSum(src + static_cast<size_t>(j) * stride);
+    }
+    CONVEYOR_UNROLL
+    for (int u = 0; u < kAreaRowBatch; ++u) {
+      const int j = j0 + u;
+      if (j > last_row) break;
+      const int a = j * g.dst_h, b = a + g.dst_h;  // source row j covers [a, b), which overlaps [lo, hi)
+      sum += static_cast<uint32_t>((hi < b ? hi : b) - (lo > a ? lo : a)) * static_cast<uint32_t>(row_sum[u]);
+      while (b >= hi) {  // row j reaches the end of destination row y: y is done
+        const uint32_t q = DivideNarrowByTotal(sum + half, g.reciprocal);
+        *out = static_cast<uint8_t>(q > 255 ? 255 : q);
+        out += out_stride;
+        lo = hi;
+        hi += g.src_h;
+        if (lo >= y_end * g.src_h) return;
+        sum = b > lo ? static_cast<uint32_t>((hi < b ? hi : b) - lo) * static_cast<uint32_t>(row_sum[u]) : 0;
+      }
+    }
+  }
 }
 
 // Destination sample (x, y), channel `channel`, of one plane.

@@ -559,13 +559,19 @@ class GpuWorker : public Worker {
     };
     for (int wave = 0; wave < waves; ++wave) {
       std::vector<Pending> pending;
+      std::vector<ScaleJob> scales;  // the renditions that start in this wave, scaled in one go
       for (int r = 0; r < renditions; ++r) {
         const int band = wave - (waves - first.plans[r].num_bands);
         if (band < 0) continue;
         for (int i = 0; i < frames; ++i) {
-          if (band == 0) RETURN_IF_ERROR(PrepareSource(*group[i], r, i, lane, &source[r * frames + i]));
+          if (band == 0) source[r * frames + i] = SourceOf(*group[i], r, i, lane, &scales);
           pending.push_back({r, i, band});
         }
+      }
+      if (!scales.empty()) {
+        Status scaled = Injected("launch scale", first.index);
+        if (scaled.ok()) scaled = EnqueueScales(scales.data(), static_cast<int>(scales.size()), lane.stream.get());
+        if (!scaled.ok()) return scaled.WithContext(SlotNames(group));
       }
       for (size_t next = 0; next < pending.size();) {
         BandLaunch launch{};
@@ -610,21 +616,18 @@ class GpuWorker : public Worker {
   }
 
   // The device frame rendition r of frame `s` (the i-th of its launch group) is encoded
-  // from: the upload itself, or a scaled copy queued now on the lane's stream.
-  Status PrepareSource(Slot& s, int r, int i, EncodeLane& lane, SourcePlanes* out) {
+  // from: the upload itself, or a scaled copy in the lane's buffer, whose scale is added
+  // to `scales`.
+  SourcePlanes SourceOf(Slot& s, int r, int i, EncodeLane& lane, std::vector<ScaleJob>* scales) {
     const FrameView& f = s.request.frame;
     const EncodePlan& p = s.plans[r];
     const uint8_t* frame = s.source.get<uint8_t>();
     if (s.scale_plans[r]) {
-      const SourcePlanes uploaded = PackedSourcePlanes(s.source.get<uint8_t>(), f.format, f.width, f.height);
       uint8_t* scaled = lane.scaled.get<uint8_t>() + i * s.scaled_bytes + s.scaled_offset[r];
-      RETURN_IF_ERROR(Injected("launch scale", s.index));
-      RETURN_IF_ERROR(EnqueueScale(*s.scale_plans[r], uploaded, scaled, lane.stream.get())
-                          .WithContext("slot " + std::to_string(s.index)));
+      scales->push_back({&*s.scale_plans[r], PackedSourcePlanes(frame, f.format, f.width, f.height), scaled});
       frame = scaled;
     }
-    *out = PackedSourcePlanes(frame, f.format, p.width, p.height);
-    return OkStatus();
+    return PackedSourcePlanes(frame, f.format, p.width, p.height);
   }
 
   // Takes frames off the issue queue in groups: the first waiting frame and those queued

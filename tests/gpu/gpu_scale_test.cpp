@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -31,15 +32,18 @@ const PixelFormat kAllFormats[] = {PixelFormat::kYuv420p, PixelFormat::kYuvj420p
 #if defined(CONVEYOR_GPU_NVIDIA) || defined(CONVEYOR_GPU_AMD)
 
 // Uploads `frame` once (rows `pad` bytes wider than packed, to exercise strides), scales
-// it on the device and reads back the destination plus the guard behind it.
-StatusOr<std::vector<uint8_t>> ScaleOnDevice(const FrameView& frame, const ScalePlan& plan, int pad) {
+// it on the device into each plan's rendition with one EnqueueScales call, and reads back
+// each destination plus the guard behind it.
+StatusOr<std::vector<std::vector<uint8_t>>> ScaleRenditionsOnDevice(const FrameView& frame,
+                                                                    const std::vector<ScalePlan>& plans, int pad) {
   GPU_RETURN_IF_ERROR(hipSetDevice(0), "hipSetDevice(0)");
   ASSIGN_OR_RETURN(Stream stream, Stream::Create(0, "scale test stream"));
   const PlaneGeometry g = PackedPlaneGeometry(frame.format, frame.width, frame.height);
   std::vector<uint8_t> host;
   size_t offset[3] = {0, 0, 0};
   int stride[3] = {0, 0, 0};
-  for (int p = 0; p < plan.num_planes; ++p) {
+  const int num_planes = plans.front().num_planes;
+  for (int p = 0; p < num_planes; ++p) {
     offset[p] = host.size();
     stride[p] = g.row_bytes[p] + pad;
     host.resize(host.size() + static_cast<size_t>(stride[p]) * g.rows[p], 0);
@@ -48,22 +52,42 @@ StatusOr<std::vector<uint8_t>> ScaleOnDevice(const FrameView& frame, const Scale
                   host.begin() + offset[p] + static_cast<size_t>(y) * stride[p]);
   }
   ASSIGN_OR_RETURN(DeviceBuffer src, DeviceBuffer::Allocate(host.size(), "scale test source"));
-  ASSIGN_OR_RETURN(DeviceBuffer dst, DeviceBuffer::Allocate(plan.dst_size + kGuardBytes, "scale test destination"));
-  std::vector<uint8_t> out(plan.dst_size + kGuardBytes, kCanary);
   GPU_RETURN_IF_ERROR(hipMemcpyAsync(src.get(), host.data(), host.size(), hipMemcpyHostToDevice, stream.get()),
                       "upload source");
-  GPU_RETURN_IF_ERROR(hipMemcpyAsync(dst.get(), out.data(), out.size(), hipMemcpyHostToDevice, stream.get()),
-                      "fill destination");
   SourcePlanes planes{};
-  for (int p = 0; p < plan.num_planes; ++p) {
+  for (int p = 0; p < num_planes; ++p) {
     planes.plane[p] = src.get<uint8_t>() + offset[p];
     planes.stride[p] = stride[p];
   }
-  RETURN_IF_ERROR(EnqueueScale(plan, planes, dst.get<uint8_t>(), stream.get()));
-  GPU_RETURN_IF_ERROR(hipMemcpyAsync(out.data(), dst.get(), out.size(), hipMemcpyDeviceToHost, stream.get()),
-                      "read back destination");
+  std::vector<DeviceBuffer> dst;
+  std::vector<std::vector<uint8_t>> out;
+  std::vector<ScaleJob> jobs;
+  for (const ScalePlan& plan : plans) {
+    ASSIGN_OR_RETURN(DeviceBuffer d, DeviceBuffer::Allocate(plan.dst_size + kGuardBytes, "scale test destination"));
+    out.emplace_back(plan.dst_size + kGuardBytes, kCanary);
+    GPU_RETURN_IF_ERROR(
+        hipMemcpyAsync(d.get(), out.back().data(), out.back().size(), hipMemcpyHostToDevice, stream.get()),
+        "fill destination");
+    jobs.push_back({&plan, planes, d.get<uint8_t>()});
+    dst.push_back(std::move(d));
+  }
+  if (jobs.size() == 1) {
+    RETURN_IF_ERROR(EnqueueScale(plans[0], planes, dst[0].get<uint8_t>(), stream.get()));
+  } else {
+    RETURN_IF_ERROR(EnqueueScales(jobs.data(), static_cast<int>(jobs.size()), stream.get()));
+  }
+  for (size_t r = 0; r < plans.size(); ++r) {
+    GPU_RETURN_IF_ERROR(
+        hipMemcpyAsync(out[r].data(), dst[r].get(), out[r].size(), hipMemcpyDeviceToHost, stream.get()),
+        "read back destination");
+  }
   GPU_RETURN_IF_ERROR(hipStreamSynchronize(stream.get()), "hipStreamSynchronize");
   return out;
+}
+
+StatusOr<std::vector<uint8_t>> ScaleOnDevice(const FrameView& frame, const ScalePlan& plan, int pad) {
+  ASSIGN_OR_RETURN(auto out, ScaleRenditionsOnDevice(frame, {plan}, pad));
+  return std::move(out[0]);
 }
 
 // EnqueueScale's own argument checks, which need no upload.
@@ -88,6 +112,10 @@ Status ExpectArgumentErrors(const ScalePlan& plan) {
 
 #else
 
+StatusOr<std::vector<std::vector<uint8_t>>> ScaleRenditionsOnDevice(const FrameView&, const std::vector<ScalePlan>&,
+                                                                    int) {
+  return Unavailable("built without a GPU backend");
+}
 StatusOr<std::vector<uint8_t>> ScaleOnDevice(const FrameView&, const ScalePlan&, int) {
   return Unavailable("built without a GPU backend");
 }
@@ -111,23 +139,28 @@ class GpuScaleTest : public ::testing::Test {
 
   // Scales on both sides and requires identical bytes and an untouched guard.
   void ExpectIdentical(const FrameView& frame, int dw, int dh, ScaleFilter filter, int pad = 0) {
-    const std::string what = std::to_string(frame.width) + "x" + std::to_string(frame.height) + " -> " +
-                             std::to_string(dw) + "x" + std::to_string(dh) + " " +
-                             PixelFormatName(frame.format) + " " + ScaleFilterName(filter) + " pad " +
-                             std::to_string(pad);
     auto plan = MakeScalePlan(frame.format, frame.width, frame.height, dw, dh, filter);
-    ASSERT_TRUE(plan.ok()) << what << ": " << plan.status().ToString();
-    std::vector<uint8_t> cpu(plan->dst_size);
-    const Status s = ScaleFrameOnHost(frame, *plan, cpu.data());
-    ASSERT_TRUE(s.ok()) << what << ": " << s.ToString();
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
     auto gpu = ScaleOnDevice(frame, *plan, pad);
-    ASSERT_TRUE(gpu.ok()) << what << ": " << gpu.status().ToString();
+    ASSERT_TRUE(gpu.ok()) << gpu.status().ToString();
+    ExpectSameAsHost(frame, *plan, *gpu, std::string(ScaleFilterName(filter)) + " pad " + std::to_string(pad));
+  }
+
+  // `gpu` (the destination and its guard) against the CPU's scale of the plan.
+  void ExpectSameAsHost(const FrameView& frame, const ScalePlan& plan, const std::vector<uint8_t>& gpu_out,
+                        const std::string& how) {
+    const std::string what = std::to_string(frame.width) + "x" + std::to_string(frame.height) + " -> " +
+                             std::to_string(plan.dst_width) + "x" + std::to_string(plan.dst_height) + " " +
+                             PixelFormatName(frame.format) + " " + how;
+    std::vector<uint8_t> cpu(plan.dst_size);
+    const Status s = ScaleFrameOnHost(frame, plan, cpu.data());
+    ASSERT_TRUE(s.ok()) << what << ": " << s.ToString();
     size_t first_diff = 0;
-    while (first_diff < cpu.size() && cpu[first_diff] == (*gpu)[first_diff]) ++first_diff;
+    while (first_diff < cpu.size() && cpu[first_diff] == gpu_out[first_diff]) ++first_diff;
     ASSERT_EQ(first_diff, cpu.size()) << what << ": first differing byte at " << first_diff << " (cpu "
-                                      << int{cpu[first_diff]} << ", gpu " << int{(*gpu)[first_diff]} << ")";
-    for (size_t i = cpu.size(); i < gpu->size(); ++i)
-      ASSERT_EQ((*gpu)[i], kCanary) << what << ": kernel wrote " << i - cpu.size() << " bytes past the end";
+                                      << int{cpu[first_diff]} << ", gpu " << int{gpu_out[first_diff]} << ")";
+    for (size_t i = cpu.size(); i < gpu_out.size(); ++i)
+      ASSERT_EQ(gpu_out[i], kCanary) << what << ": kernel wrote " << i - cpu.size() << " bytes past the end";
     ++cases_;
     bytes_ += cpu.size();
   }
@@ -153,6 +186,30 @@ TEST_F(GpuScaleTest, IdenticalOverTheRenditionLadder) {
       if (HasFatalFailure()) return;
     }
   }
+}
+
+// A ladder's renditions in one EnqueueScales call: the area kernel's share launches (six
+// planes at most a launch), the others (a 6x shrink, an enlargement) get their own, in
+// between; each rendition must come out as the CPU makes it alone.
+TEST_F(GpuScaleTest, RenditionsScaledTogetherAreEachIdentical) {
+  const std::vector<std::vector<std::array<int, 2>>> ladders = {
+      {{1280, 720}, {640, 360}},
+      {{1280, 720}, {854, 480}, {640, 360}, {426, 240}, {1919, 1079}},
+      {{1280, 720}, {320, 180}, {640, 360}, {3840, 2160}, {1, 1}}};
+  uint32_t seed = 500;
+  for (PixelFormat f : {PixelFormat::kYuv420p, PixelFormat::kNv12, PixelFormat::kRgb24, PixelFormat::kYuv444p})
+    for (const auto& ladder : ladders) {
+      const auto frame = testing::MakeSyntheticFrame(1920, 1080, f, seed++);
+      std::vector<ScalePlan> plans;
+      for (auto [w, h] : ladder) plans.push_back(MakeScalePlan(f, 1920, 1080, w, h).value());
+      auto gpu = ScaleRenditionsOnDevice(frame.view, plans, 0);
+      ASSERT_TRUE(gpu.ok()) << gpu.status().ToString();
+      for (size_t r = 0; r < plans.size(); ++r) {
+        ExpectSameAsHost(frame.view, plans[r], (*gpu)[r],
+                         "rendition " + std::to_string(r) + " of " + std::to_string(plans.size()));
+        if (HasFatalFailure()) return;
+      }
+    }
 }
 
 TEST_F(GpuScaleTest, IdenticalAtOddAndTinySizesWithEveryFilter) {

@@ -140,6 +140,88 @@ TEST(ScaleDivide, ReciprocalMultiplyIsExactFloorDivision) {
   }
 }
 
+TEST(ScaleDivide, NarrowDivisionEqualsTheWideOne) {
+  uint32_t h = 777;
+  for (int i = 0; i < 20000; ++i) {
+    h = h * 1664525u + 1013904223u;
+    const uint64_t d = 1 + (h >> 4) % (1u << 24);  // area totals of planes that fit 32-bit sums
+    const uint64_t m = ScaleReciprocal(d);
+    h = h * 1664525u + 1013904223u;
+    const uint64_t n = h % (256 * d);
+    if (n >= (uint64_t{1} << 32)) continue;
+    ASSERT_EQ(DivideNarrowByTotal(static_cast<uint32_t>(n), m), n / d) << n << " / " << d;
+    ASSERT_EQ(DivideNarrowByTotal(static_cast<uint32_t>(n), m), DivideByTotal(n, m)) << n << " / " << d;
+  }
+  EXPECT_EQ(DivideNarrowByTotal(4000000000u, ScaleReciprocal(1)), 4000000000u);
+}
+
+// ScaleAreaStrip over a whole plane, in strips of `rows` destination rows.
+template <int K>
+std::vector<uint8_t> AreaStrips(const FrameView& src, const ScalePlan& plan, int rows) {
+  std::vector<uint8_t> out(plan.dst_size, 0xEE);
+  for (int p = 0; p < plan.num_planes; ++p) {
+    const ScalePlaneGeom& g = plan.plane[p];
+    for (int y0 = 0; y0 < g.dst_h; y0 += rows)
+      for (int v = 0; v < g.dst_w * g.channels; ++v)
+        ScaleAreaStrip<K>(g, src.plane[p], src.stride[p], v, y0, std::min(y0 + rows, g.dst_h),
+                          out.data() + plan.dst_offset[p] + static_cast<size_t>(y0) * plan.dst_row_bytes[p] + v,
+                          plan.dst_row_bytes[p]);
+  }
+  return out;
+}
+
+TEST(ScaleHost, AreaColumnStripsEqualPerSampleDefinition) {
+  // Shrinking by 1.5, 2, 3 and odd ratios, keeping the size, and enlarging with the area
+  // filter forced; strips of 1, 3 and 8 rows start on every kind of row boundary.
+  const int cases[][4] = {{480, 270, 320, 180},    {480, 270, 160, 90},    {479, 269, 161, 89},
+                          {64, 48, 32, 24},        {17, 9, 5, 3},          {5, 3, 17, 9},
+                          {33, 21, 17, 9},         {100, 50, 50, 100},     {31, 7, 31, 7},
+                          {1, 1, 1, 1},            {1, 1, 7, 3},           {300, 200, 1, 1},
+                          {16, 16384, 5, 720}};
+  int planes = 0;
+  uint32_t seed = 900;
+  for (auto [sw, sh, dw, dh] : cases)
+    for (PixelFormat f : kAllFormats) {
+      const auto frame = testing::MakeSyntheticFrame(sw, sh, f, seed++);
+      const ScalePlan plan = MakeScalePlan(f, sw, sh, dw, dh, ScaleFilter::kArea).value();
+      int taps = 1;
+      for (int p = 0; p < plan.num_planes; ++p)
+        taps = std::max(taps, MaxAreaTaps(plan.plane[p].src_w, plan.plane[p].dst_w));
+      if (taps > 4) continue;  // the GPU's other kernels take these
+      for (int p = 0; p < plan.num_planes; ++p) ASSERT_TRUE(AreaColumnsFit<4>(plan.plane[p]));
+      const std::vector<uint8_t> want = PerSample(frame.view, plan);
+      for (int rows : {1, 3, 8}) {
+        const std::vector<uint8_t> got = taps <= 2   ? AreaStrips<2>(frame.view, plan, rows)
+                                         : taps == 3 ? AreaStrips<3>(frame.view, plan, rows)
+                                                     : AreaStrips<4>(frame.view, plan, rows);
+        ASSERT_EQ(got, want) << PixelFormatName(f) << " " << sw << "x" << sh << " -> " << dw << "x" << dh
+                             << " in strips of " << rows;
+      }
+      planes += plan.num_planes;
+    }
+  std::printf("checked %d planes\n", planes);
+  EXPECT_GT(planes, 100);
+}
+
+TEST(ScaleHost, AreaTapLimitsAndThirtyTwoBitSums) {
+  EXPECT_EQ(MaxAreaTaps(1920, 1280), 2);  // 1.5: every sample reads two pixels
+  EXPECT_EQ(MaxAreaTaps(1920, 640), 3);   // 3: exactly three
+  EXPECT_EQ(MaxAreaTaps(1919, 641), 4);   // just under 3: some straddle four
+  EXPECT_EQ(MaxAreaTaps(17, 33), 2);      // enlarging: at most two
+  EXPECT_EQ(MaxAreaTaps(7, 7), 1);
+  ScalePlaneGeom g{3840, 2160, 1280, 720, 1, ScaleFilter::kArea, ScaleFilter::kArea, 0};
+  EXPECT_TRUE(AreaColumnsFit<4>(g));  // 255.5 * 3840 * 2160 < 2^32
+  g.src_w = 7680;
+  g.src_h = 4320;
+  g.dst_w = 3840;
+  g.dst_h = 2160;
+  EXPECT_FALSE(AreaColumnsFit<4>(g));  // 255.5 * 7680 * 4320 does not fit
+  g = ScalePlaneGeom{1920, 1080, 1280, 720, 1, ScaleFilter::kArea, ScaleFilter::kBilinear, 0};
+  EXPECT_FALSE(AreaColumnsFit<4>(g));
+  g = ScalePlaneGeom{1920, 1080, 320, 180, 1, ScaleFilter::kArea, ScaleFilter::kArea, 0};
+  EXPECT_FALSE(AreaColumnsFit<4>(g));  // six taps across
+}
+
 TEST(ScalePlan, RejectsBadArgumentsNamingTheField) {
   const char* fields[] = {"src_width", "src_height", "dst_width", "dst_height"};
   for (int field = 0; field < 4; ++field)

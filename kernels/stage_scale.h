@@ -153,8 +153,9 @@ CONVEYOR_HD inline uint8_t ScaleSampleFromTaps(const ScalePlaneGeom& g, const ui
 // threads, and only one division is made a column and one a strip.
 //
 // Fits where both axes of the plane are area filtered, no destination sample reads more
-// than K source samples across (MaxAreaTaps), and the sums fit 32 bits: a sample's sum is
-// at most 255 * src_w * src_h, plus half of that total for rounding.
+// than K source samples across (MaxAreaTaps), rows are at least K samples wide, and the
+// sums fit 32 bits: a sample's sum is at most 255 * src_w * src_h, plus half of that
+// total for rounding.
 inline int MaxAreaTaps(int src, int dst) {
   int a = src, b = dst;
   while (b != 0) {
@@ -171,34 +172,41 @@ inline int MaxAreaTaps(int src, int dst) {
 template <int K>
 inline bool AreaColumnsFit(const ScalePlaneGeom& g) {
   return g.filter_x == ScaleFilter::kArea && g.filter_y == ScaleFilter::kArea &&
-         MaxAreaTaps(g.src_w, g.dst_w) <= K &&
+         MaxAreaTaps(g.src_w, g.dst_w) <= K && g.src_w >= K &&
          static_cast<uint64_t>(g.src_w) * g.src_h * 511 / 2 < (uint64_t{1} << 32);
 }
 
-// A column's horizontal taps: byte offsets into a source row and their weights.
+// A column's horizontal taps: K consecutive source pixels from `window`, whose weights
+// are zero outside the column's own. The window is moved left at the row's end rather
+// than reading past it (rows are at least K wide), so every tap is a fixed step from
+// the first: with one channel a row's K loads share one address.
 template <int K>
 struct AreaColumn {
-  int offset[K];
+  int offset;  // of the window's first byte in a row
   int32_t weight[K];
 
   // Virtual column v = x * channels + channel of the destination plane.
   CONVEYOR_HD AreaColumn(const ScalePlaneGeom& g, int v) {
     const int x = g.channels == 1 ? v : v / g.channels, channel = v - x * g.channels;
     const int lo = x * g.src_w, hi = lo + g.src_w;
-    const int first = lo / g.dst_w;
-CONVEYOR_UNROLL
+    int window = lo / g.dst_w;  // the first pixel the column reads
+    if (window > g.src_w - K) window = g.src_w - K;
+    CONVEYOR_UNROLL
     for (int i = 0; i < K; ++i) {
-      const int a = (first + i) * g.dst_w;  // source pixel first + i covers [a, a + dst_w)
+      const int a = (window + i) * g.dst_w;  // source pixel window + i covers [a, a + dst_w)
       const int w = (hi < a + g.dst_w ? hi : a + g.dst_w) - (lo > a ? lo : a);
       weight[i] = w > 0 ? w : 0;
-      offset[i] = (first + i < g.src_w ? first + i : g.src_w - 1) * g.channels + channel;
     }
+    offset = window * g.channels + channel;
   }
 
-  CONVEYOR_HD int32_t RowSum(const uint8_t* row) const {
+  // `Step` is the plane's channels where known at compile time, else 0 and `step` is.
+  template <int Step>
+  CONVEYOR_HD int32_t RowSum(const uint8_t* row, int step) const {
+    const uint8_t* p = row + offset;
     int32_t sum = 0;
-CONVEYOR_UNROLL
-    for (int i = 0; i < K; ++i) sum += weight[i] * row[offset[i]];
+    CONVEYOR_UNROLL
+    for (int i = 0; i < K; ++i) sum += weight[i] * p[i * (Step != 0 ? Step : step)];
     return sum;
   }
 };
@@ -213,9 +221,9 @@ constexpr int kAreaRowBatch = 4;
 // each adds its sum, weighted by its overlap, to the destination row it falls in, and a
 // row that reaches past that destination row's end (or covers several, when enlarging)
 // finishes it and carries into the next.
-template <int K>
-CONVEYOR_HD inline void ScaleAreaStrip(const ScalePlaneGeom& g, const uint8_t* src, size_t stride, int v, int y0,
-                                       int y_end, uint8_t* out, size_t out_stride) {
+template <int K, int Step>
+CONVEYOR_HD inline void ScaleAreaStripWith(const ScalePlaneGeom& g, const uint8_t* src, size_t stride, int v, int y0,
+                                           int y_end, uint8_t* out, size_t out_stride) {
   const AreaColumn<K> column(g, v);
   const uint32_t half = (static_cast<uint32_t>(g.src_w) * static_cast<uint32_t>(g.src_h)) >> 1;
   const int first_row = y0 * g.src_h / g.dst_h, last_row = (y_end * g.src_h - 1) / g.dst_h;
@@ -226,7 +234,7 @@ CONVEYOR_HD inline void ScaleAreaStrip(const ScalePlaneGeom& g, const uint8_t* s
     CONVEYOR_UNROLL
     for (int u = 0; u < kAreaRowBatch; ++u) {
       const int j = j0 + u < last_row ? j0 + u : last_row;  // past the end: a valid row, unused
-      row_sum[u] = column.RowSum(src + static_cast<size_t>(j) * stride);
+      row_sum[u] = column.template RowSum<Step>(src + static_cast<size_t>(j) * stride, g.channels);
     }
     CONVEYOR_UNROLL
     for (int u = 0; u < kAreaRowBatch; ++u) {
@@ -244,6 +252,16 @@ CONVEYOR_HD inline void ScaleAreaStrip(const ScalePlaneGeom& g, const uint8_t* s
         sum = b > lo ? static_cast<uint32_t>((hi < b ? hi : b) - lo) * static_cast<uint32_t>(row_sum[u]) : 0;
       }
     }
+  }
+}
+
+template <int K>
+CONVEYOR_HD inline void ScaleAreaStrip(const ScalePlaneGeom& g, const uint8_t* src, size_t stride, int v, int y0,
+                                       int y_end, uint8_t* out, size_t out_stride) {
+  if (g.channels == 1) {
+    ScaleAreaStripWith<K, 1>(g, src, stride, v, y0, y_end, out, out_stride);
+  } else {
+    ScaleAreaStripWith<K, 0>(g, src, stride, v, y0, y_end, out, out_stride);
   }
 }
 

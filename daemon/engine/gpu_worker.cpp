@@ -47,7 +47,7 @@ namespace {
 constexpr int kMaxBandsPerFrame = 4096;  // mapped counters per slot, summed over renditions
 // Scratch reserved at start on each encode lane, in bands of the largest frame per frame
 // of a launch.
-constexpr int kLaunchScratchBands = 2;
+constexpr int kLaunchScratchBands = 3;
 // Band buffers per slot on the host side of readback: band k's copy is queued while
 // band k-1's may still be in flight.
 constexpr int kReadbackBuffers = 2;
@@ -134,14 +134,15 @@ class GpuWorker : public Worker {
       ASSIGN_OR_RETURN(EncodePlan p, MakeEncodePlan(largest, worst, BandRows(largest, worst)));
       band_capacity = std::max<uint64_t>(band_capacity, p.band_capacity);
       out_capacity = std::max<uint64_t>(out_capacity, p.band_capacity * p.num_bands);
-      // Room for kLaunchScratchBands bands of it a launch frame: a ladder's last wave
-      // (1080p's second band, 720p and 360p: 1.3 bands) fits in one launch.
+      // Room for kLaunchScratchBands bands of it a launch frame: a 1080p ladder's one wave
+      // (1080p, 720p and 360p: 2.3 bands) fits in one launch.
       for (EncodeLane& lane : lanes_) {
         RETURN_IF_ERROR(ReserveScratch(lane, ScratchSizes(p, kLaunchScratchBands * LaunchFrames())));
       }
     }
+    const uint64_t band_buffer = options_.test_band_buffer_bytes > 0 ? options_.test_band_buffer_bytes : band_capacity;
     for (Slot& s : slots_) {
-      ASSIGN_OR_RETURN(s.output, PinnedBuffer::Allocate(kReadbackBuffers * band_capacity, false, "slot output"));
+      ASSIGN_OR_RETURN(s.output, PinnedBuffer::Allocate(kReadbackBuffers * band_buffer, false, "slot output"));
       for (Event& e : s.copied) {
         ASSIGN_OR_RETURN(e, Event::Create(false, "copied"));
       }
@@ -373,16 +374,18 @@ class GpuWorker : public Worker {
     return OkStatus();
   }
 
-  // Bands of at most about kGpuBandBlocks blocks, as few as that allows, split evenly
+  // Bands of at most about kGpuBandBlocks blocks (kGpuLadderBandBlocks for the
+  // renditions of a frame that has several), as few as that allows, split evenly
   // (1080p 4:2:0: two of 34 MCU rows, where a fixed block count gave 28 + 28 + 12).
-  int BandRows(const FrameView& f, const EncodeParams& params) const {
+  int BandRows(const FrameView& f, const EncodeParams& params, bool ladder = false) const {
     if (options_.band_rows > 0) return options_.band_rows;
     const int mcu_w = params.subsampling == Subsampling::k444 ? 8 : 16;
     const int mcu_h = params.subsampling == Subsampling::k420 ? 16 : 8;
     const int blocks_per_mcu = params.subsampling == Subsampling::k420 ? 6 : params.subsampling == Subsampling::k422 ? 4 : 3;
     const int64_t mcu_rows = (f.height + mcu_h - 1) / mcu_h;
     const int64_t blocks = (f.width + mcu_w - 1) / mcu_w * blocks_per_mcu * mcu_rows;
-    const int64_t bands = std::max<int64_t>(1, (blocks + kGpuBandBlocks - 1) / kGpuBandBlocks);
+    const int64_t most = ladder ? kGpuLadderBandBlocks : kGpuBandBlocks;
+    const int64_t bands = std::max<int64_t>(1, (blocks + most - 1) / most);
     return static_cast<int>((mcu_rows + bands - 1) / bands * mcu_h);
   }
 
@@ -459,7 +462,8 @@ class GpuWorker : public Worker {
         shape.plane[p] = s.input.get<uint8_t>();
         shape.stride[p] = g.row_bytes[p];
       }
-      ASSIGN_OR_RETURN(EncodePlan plan, MakeEncodePlan(shape, r.params, BandRows(shape, r.params)));
+      ASSIGN_OR_RETURN(EncodePlan plan,
+                       MakeEncodePlan(shape, r.params, BandRows(shape, r.params, s.request.renditions.size() > 1)));
       s.out_offset.push_back(out_total);
       out_total += plan.band_capacity * plan.num_bands;
       bands_total += plan.num_bands;
@@ -474,12 +478,9 @@ class GpuWorker : public Worker {
       s.tables.push_back(t);
     }
 
-    // Slot buffers: the slot is ours, nothing in flight uses them.
-    size_t max_band = 0;
-    for (const EncodePlan& p : s.plans) max_band = std::max<size_t>(max_band, p.band_capacity);
-    const size_t output_bytes = kReadbackBuffers * max_band;
-    if (s.output.size() < output_bytes) pinned_bytes_ += output_bytes - s.output.size();
-    RETURN_IF_ERROR(s.output.Reserve(output_bytes, "slot output"));
+    // Slot buffers: the slot is ours, nothing in flight uses them. The pinned band
+    // buffers keep their size from the start: a larger band is read back through them
+    // in pieces.
     if (s.out.size() < out_total) device_bytes_ += out_total - s.out.size();
     RETURN_IF_ERROR(s.out.Reserve(out_total, "slot out"));
     while (s.band_done.size() < bands_total) {
@@ -700,8 +701,9 @@ class GpuWorker : public Worker {
     // A band is copied into the readback ring when it has room: the result then lends
     // those bytes to the caller, and no host copy follows. When the ring is full (callers
     // hold many results), the frame's remaining bands take the fallback path: the slot's
-    // two band buffers, each read into the result, and reused, only after its copy's
-    // event has completed. A frame never goes back to the ring, so its pieces stay in
+    // two band buffers, in turn, each read into the result, and reused, only after its
+    // copy's event has completed; a band larger than a buffer (a ladder's) goes through
+    // them in pieces. A frame never goes back to the ring, so its pieces stay in
     // order. Copies stay in flight across renditions: waiting for each rendition's last
     // copy before queuing the next rendition's first serialised a ladder frame's copies
     // (73 us a frame of waiting on the H200, against 29 us for one rendition).
@@ -709,8 +711,9 @@ class GpuWorker : public Worker {
       int buffer;
       uint32_t bytes;
       size_t rendition;
-      bool last_band;  // the rendition's JPEG is complete once this band is appended
+      bool last_band;  // the rendition's JPEG is complete once this piece is appended
     };
+    std::vector<int> next_buffer(group.size(), 0);  // the fallback's buffers are taken in turn
     std::vector<std::deque<InFlight>> in_flight(group.size());
     std::vector<std::shared_ptr<RingLease>> leases(group.size());
     std::vector<bool> fallback(group.size(), false);
@@ -782,30 +785,41 @@ class GpuWorker : public Worker {
             // a 4K frame's bytes twice over).
             results[i]->jpeg[r].ReserveOwned(static_cast<size_t>(n) * (p.num_bands - band) * 5 / 4 + 2);
           }
-          if (!at && in_flight[i].size() == kReadbackBuffers) RETURN_IF_ERROR(append_oldest(i));
-          const int buffer = flat % kReadbackBuffers;
-          uint8_t* dst = at ? ring_->buffer.get<uint8_t>() + *at
-                            : s.output.get<uint8_t>() + buffer * (s.output.size() / kReadbackBuffers);
+          const uint8_t* band_out = s.out.get<uint8_t>() + s.out_offset[r] + band * p.band_capacity;
           RETURN_IF_ERROR(Check("hipStreamWaitEvent(readback, band_done)", s.index,
                                 hipStreamWaitEvent(readback_.get(), done.get(), 0)));
           if (options_.stage_timing) (void)hipEventRecord(s.band_copy_start[flat].get(), readback_.get());
-          RETURN_IF_ERROR(Injected("hipMemcpyAsync(readback)", s.index));
-          RETURN_IF_ERROR(Check("hipMemcpyAsync(readback)", s.index,
-                                hipMemcpyAsync(dst, s.out.get<uint8_t>() + s.out_offset[r] + band * p.band_capacity, n,
-                                               hipMemcpyDeviceToHost, readback_.get())));
-          if (options_.stage_timing) (void)hipEventRecord(s.band_copy_end[flat].get(), readback_.get());
           if (at) {
+            uint8_t* dst = ring_->buffer.get<uint8_t>() + *at;
+            RETURN_IF_ERROR(Injected("hipMemcpyAsync(readback)", s.index));
+            RETURN_IF_ERROR(Check("hipMemcpyAsync(readback)", s.index,
+                                  hipMemcpyAsync(dst, band_out, n, hipMemcpyDeviceToHost, readback_.get())));
+            if (options_.stage_timing) (void)hipEventRecord(s.band_copy_end[flat].get(), readback_.get());
             JpegBytes& jpeg = results[i]->jpeg[r];
             jpeg.AppendLent(dst, n, leases[i]);
             if (band == p.num_bands - 1) AppendTrailer(&jpeg);
             ring_unsynced[i] = true;
             // The frame's first bytes: waited for now, while its next band encodes.
             if (results[i]->times.first_byte == SteadyTime{}) RETURN_IF_ERROR(sync_ring(i));
-          } else {
+            continue;
+          }
+          const uint32_t piece = static_cast<uint32_t>(s.output.size() / kReadbackBuffers);
+          uint32_t copied = 0;
+          do {
+            if (in_flight[i].size() == kReadbackBuffers) RETURN_IF_ERROR(append_oldest(i));
+            const int buffer = next_buffer[i];
+            next_buffer[i] = (buffer + 1) % kReadbackBuffers;
+            const uint32_t bytes = std::min(piece, n - copied);
+            RETURN_IF_ERROR(Injected("hipMemcpyAsync(readback)", s.index));
+            RETURN_IF_ERROR(Check("hipMemcpyAsync(readback)", s.index,
+                                  hipMemcpyAsync(s.output.get<uint8_t>() + buffer * piece, band_out + copied, bytes,
+                                                 hipMemcpyDeviceToHost, readback_.get())));
             RETURN_IF_ERROR(Check("hipEventRecord(copied)", s.index,
                                   hipEventRecord(s.copied[buffer].get(), readback_.get())));
-            in_flight[i].push_back({buffer, n, r, band == p.num_bands - 1});
-          }
+            copied += bytes;
+            in_flight[i].push_back({buffer, bytes, r, band == p.num_bands - 1 && copied == n});
+          } while (copied < n);
+          if (options_.stage_timing) (void)hipEventRecord(s.band_copy_end[flat].get(), readback_.get());
         }
       }
     }

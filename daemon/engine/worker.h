@@ -113,6 +113,10 @@ struct WorkerOptions {
   // GPU worker: called on the issue thread before each group of frames is issued, with
   // the group's size; blocking in it holds the issue thread (to make groups form).
   std::function<void(int frames)> test_on_issue;
+  // GPU worker: bytes of each of a slot's two pinned band buffers (the readback's path
+  // when the ring is full) instead of a whole band's worst case, so that bands go
+  // through them in pieces. 0: a band's worst case.
+  size_t test_band_buffer_bytes = 0;
 };
 
 // Most blocks in a band when band_rows is 0; the GPU worker takes as few bands as that
@@ -121,6 +125,12 @@ struct WorkerOptions {
 // so bands are as large as progress events allow: 1080p 4:2:0 in two bands ran 1.4x
 // the frames/s of three (BENCHMARKS.md, session 4).
 constexpr int kGpuBandBlocks = 32768;
+// The same for the renditions of a frame that has several. A ladder is bound by its
+// encode, not its upload, and a frame's small renditions join its largest one's last
+// band: a 1080p ladder in one band each (one launch of each stage) ran 12 233 / 11 902
+// / 12 066 frames/s against 11 506 / 10 985 / 11 253 with 1080p in two (BENCHMARKS.md,
+// session 8). The first byte of its 1080p rendition then comes with the last.
+constexpr int kGpuLadderBandBlocks = 2 * kGpuBandBlocks;
 
 struct WorkerStats {
   uint64_t frames_done = 0;

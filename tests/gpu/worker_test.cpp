@@ -12,6 +12,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <utility>
 
 #include "cpu_encoder.h"
 #include "gpu_encoder.h"
@@ -443,12 +444,15 @@ TEST_P(WorkerTest, SeveralDeliveryThreadsKeepSubmissionOrder) {
 // Results lend their bytes from the pinned readback ring. A ring of 2 MiB holds under
 // two ladder frames, and the collector keeps every result, so later frames find it full,
 // some in the middle of a frame, and take the fallback path; bytes stay identical either
-// way, and with no ring at all. Once the results are dropped, the ring is used again.
+// way, and with no ring at all, also when the fallback's two band buffers hold 4 KiB
+// each, so that every band goes through them in many pieces, each buffer refilled only
+// after its previous copy's event. Once the results are dropped, the ring is used again.
 TEST_P(WorkerTest, ResultsLendFromTheReadbackRingAndFallBackWhenItIsFull) {
-  for (size_t ring_bytes : {size_t{2} << 20, size_t{0}}) {
-    SCOPED_TRACE("ring " + std::to_string(ring_bytes) + " bytes");
+  for (auto [ring_bytes, band_buffer] : {std::pair<size_t, size_t>{size_t{2} << 20, 0}, {0, 0}, {0, 4096}}) {
+    SCOPED_TRACE("ring " + std::to_string(ring_bytes) + " bytes, band buffers " + std::to_string(band_buffer));
     WorkerOptions options;
     options.readback_ring_bytes = ring_bytes;
+    options.test_band_buffer_bytes = band_buffer;
     MAKE_OR_SKIP(worker, options);
     const std::vector<Job> jobs = LadderJobs(5, 40);
     {

@@ -30,7 +30,7 @@ for part in $parts; do
       for args in "--size 1920x1080 --format yuv420p" "--size 1920x1080 --format rgb24" \
                   "--size 3840x2160 --format yuv420p --frames 400" \
                   "--size 1920x1080 --format yuv420p --renditions 1920x1080,1280x720,640x360 --modes on" \
-                  "--size 1920x1080 --format yuv420p --stall-every 8 --stall-size 3840x2160 --stall-quality 100"; do
+                  "--size 1920x1080 --format yuv420p --stall-every 8 --stall-size 3840x2160 --stall-quality 100 --frames 3000"; do
         $bin/conveyor-bench pipeline $args --worker gpu 2>&1 | tee -a "$out/bench_pipeline.log" \
           | grep -vE '^\{|^copy bandwidth'
       done ;;

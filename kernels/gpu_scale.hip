@@ -275,8 +275,9 @@ Status CheckJob(const ScaleJob& job) {
   return OkStatus();
 }
 
-// A scale the area kernel does not take, with the separable or the per-sample kernel.
-void LaunchOtherScale(const ScalePlan& p, const SourcePlanes& s, uint8_t* dst, hipStream_t stream) {
+// A scale the area kernel does not take, with the separable or the per-sample kernel;
+// returns the kernel's name.
+const char* LaunchOtherScale(const ScalePlan& p, const SourcePlanes& s, uint8_t* dst, hipStream_t stream) {
   int max_width = 0, max_rows = 0;
   for (int i = 0; i < p.num_planes; ++i) {
     max_width = std::max(max_width, p.plane[i].dst_w);
@@ -287,12 +288,12 @@ void LaunchOtherScale(const ScalePlan& p, const SourcePlanes& s, uint8_t* dst, h
     const dim3 grid((max_width + kSeparableTileW - 1) / kSeparableTileW,
                     (max_rows + kSeparableTileH - 1) / kSeparableTileH, p.num_planes);
     hipLaunchKernelGGL(SeparableScaleKernel, grid, block, 0, stream, p, s, dst);
-  } else {
-    const dim3 block(kScaleTile, kScaleTile, 1);
-    const dim3 grid((max_width + kScaleTile - 1) / kScaleTile, (max_rows + kScaleTile - 1) / kScaleTile,
-                    p.num_planes);
-    hipLaunchKernelGGL(ScaleKernel, grid, block, 0, stream, p, s, dst);
+    return "SeparableScaleKernel";
   }
+  const dim3 block(kScaleTile, kScaleTile, 1);
+  const dim3 grid((max_width + kScaleTile - 1) / kScaleTile, (max_rows + kScaleTile - 1) / kScaleTile, p.num_planes);
+  hipLaunchKernelGGL(ScaleKernel, grid, block, 0, stream, p, s, dst);
+  return "ScaleKernel";
 }
 
 }  // namespace
@@ -316,10 +317,8 @@ Status EnqueueScales(const ScaleJob* jobs, int n, hipStream_t stream) {
     const ScalePlan& p = *jobs[r].plan;
     const int taps = AreaTaps(p);
     if (taps == 0) {
-      LaunchOtherScale(p, jobs[r].src, jobs[r].dst, stream);
-      GPU_RETURN_IF_ERROR(hipGetLastError(), std::string("launch ") +
-                                                 (FitsSeparable(p) ? "SeparableScaleKernel" : "ScaleKernel") + " (" +
-                                                 Describe(p) + ")");
+      const char* kernel = LaunchOtherScale(p, jobs[r].src, jobs[r].dst, stream);
+      GPU_RETURN_IF_ERROR(hipGetLastError(), std::string("launch ") + kernel + " (" + Describe(p) + ")");
       continue;
     }
     if (area_planes + p.num_planes > kAreaMaxJobs) RETURN_IF_ERROR(flush_area());

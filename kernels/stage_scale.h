@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <numeric>
 
 #include "hd.h"
 
@@ -146,27 +147,21 @@ CONVEYOR_HD inline uint8_t ScaleSampleFromTaps(const ScalePlaneGeom& g, const ui
 // The area filter on both axes, a column at a time: the GPU's usual rendition scale
 // (AreaScaleKernel in gpu_scale.hip), written here so that the host tests run it too.
 // Same sums as ScaleSampleFromTaps, in another order: a column's horizontal taps are
-// worked out once into K registers (weights zero past the last tap), and its destination
-// rows are made top to bottom, each source row summed across once. Consecutive area
-// samples share at most their boundary row, whose sum is kept for the next sample; when
-// enlarging, every sample reading the same row reuses it. Nothing is shared between
-// threads, and only one division is made a column and one a strip.
+// worked out once into K registers (weights zero outside the column's own), and the
+// source rows its strip reads are walked top to bottom, each summed across once and
+// added to every destination row it overlaps (two at a boundary; several when
+// enlarging). Nothing is shared between threads; the divisions are made once a column
+// and once a strip.
 //
 // Fits where both axes of the plane are area filtered, no destination sample reads more
 // than K source samples across (MaxAreaTaps), rows are at least K samples wide, and the
 // sums fit 32 bits: a sample's sum is at most 255 * src_w * src_h, plus half of that
 // total for rounding.
 inline int MaxAreaTaps(int src, int dst) {
-  int a = src, b = dst;
-  while (b != 0) {
-    const int t = a % b;
-    a = b;
-    b = t;
-  }
   // Sample d covers [d*src, d*src + src) in units of 1/dst pixel. With f = d*src mod dst,
   // a multiple of g = gcd(src, dst) below dst, it touches floor((f + src - 1) / dst) + 1
   // pixels, most at f = dst - g (exactly src/dst where dst divides src).
-  return (dst - a + src - 1) / dst + 1;
+  return (dst - std::gcd(src, dst) + src - 1) / dst + 1;
 }
 
 template <int K>

@@ -106,7 +106,7 @@ class GpuWorker : public Worker {
     GPU_RETURN_IF_ERROR(hipSetDevice(device_), "hipSetDevice(" + std::to_string(device_) + ")");
     RETURN_IF_ERROR(CreateStreams());
     RETURN_IF_ERROR(CreateEvents());
-    if (options_.stage_timing) {
+    if (options_.stage_timing.on()) {
       ASSIGN_OR_RETURN(reference_, Event::Create(true, "reference"));
       GPU_RETURN_IF_ERROR(hipEventRecord(reference_.get(), upload_.get()), "hipEventRecord(reference)");
     }
@@ -296,9 +296,12 @@ class GpuWorker : public Worker {
     DeviceBuffer out;         // every band of every rendition, at fixed offsets
     Event uploaded;
     std::vector<Event> band_done;        // flattened over renditions
-    std::vector<Event> band_copy_start;  // stage timing only: around band k's D2H
+    // Timing events (created with stage timing on, recorded for timed frames only; the
+    // events above never carry timing, which costs throughput):
+    std::vector<Event> band_end;         // beside band_done
+    std::vector<Event> band_copy_start;  // around band k's D2H
     std::vector<Event> band_copy_end;
-    Event upload_start, encode_start;  // stage timing only
+    Event upload_start, upload_end, encode_start;
 
     FrameRequest request;
     SteadyTime submitted, started;
@@ -312,6 +315,7 @@ class GpuWorker : public Worker {
     size_t scaled_bytes = 0;  // every scaled rendition of the frame, end to end
     Status status;
     int lane = 0;           // the encode lane (and delivery thread) this frame uses
+    uint64_t timing_run = 0;  // the frame's run of timed frames; 0: not timed
     uint64_t sequence = 0;  // submission order within the request's stream, for in-order delivery
   };
 
@@ -334,16 +338,33 @@ class GpuWorker : public Worker {
   }
 
   Status CreateEvents() {
-    const bool timing = options_.stage_timing;
     for (Slot& s : slots_) {
-      ASSIGN_OR_RETURN(s.uploaded, Event::Create(timing, "uploaded"));
+      ASSIGN_OR_RETURN(s.uploaded, Event::Create(false, "uploaded"));
       ASSIGN_OR_RETURN(s.ring_copied, Event::Create(false, "ring_copied"));
-      if (timing) {
+      if (options_.stage_timing.on()) {
         ASSIGN_OR_RETURN(s.upload_start, Event::Create(true, "upload_start"));
+        ASSIGN_OR_RETURN(s.upload_end, Event::Create(true, "upload_end"));
         ASSIGN_OR_RETURN(s.encode_start, Event::Create(true, "encode_start"));
       }
     }
     return OkStatus();
+  }
+
+  // The run of timed frames a group issued now belongs to, or 0 (StageTiming): a run
+  // takes the next run_frames frames and starts at most every `every`. Issue thread only.
+  uint64_t TimingRunFor(int frames) {
+    const StageTiming& t = options_.stage_timing;
+    if (!t.on()) return 0;
+    if (t.every.count() == 0) return 1;
+    if (run_frames_left_ <= 0) {
+      const SteadyTime now = std::chrono::steady_clock::now();
+      if (timing_runs_ > 0 && now - run_started_ < t.every) return 0;
+      ++timing_runs_;
+      run_started_ = now;
+      run_frames_left_ = t.run_frames;
+    }
+    run_frames_left_ -= frames;
+    return timing_runs_;
   }
 
   // Device tables for one quality, uploaded once on the upload stream.
@@ -484,9 +505,11 @@ class GpuWorker : public Worker {
     if (s.out.size() < out_total) device_bytes_ += out_total - s.out.size();
     RETURN_IF_ERROR(s.out.Reserve(out_total, "slot out"));
     while (s.band_done.size() < bands_total) {
-      ASSIGN_OR_RETURN(Event e, Event::Create(options_.stage_timing, "band_done"));
+      ASSIGN_OR_RETURN(Event e, Event::Create(false, "band_done"));
       s.band_done.push_back(std::move(e));
-      if (options_.stage_timing) {
+      if (options_.stage_timing.on()) {
+        ASSIGN_OR_RETURN(Event b, Event::Create(true, "band_end"));
+        s.band_end.push_back(std::move(b));
         ASSIGN_OR_RETURN(Event c, Event::Create(true, "band_copy_start"));
         s.band_copy_start.push_back(std::move(c));
         ASSIGN_OR_RETURN(Event d, Event::Create(true, "band_copy_end"));
@@ -497,11 +520,12 @@ class GpuWorker : public Worker {
   }
 
   Status Upload(Slot& s) {
-    if (options_.stage_timing) (void)hipEventRecord(s.upload_start.get(), upload_.get());
+    if (s.timing_run) (void)hipEventRecord(s.upload_start.get(), upload_.get());
     RETURN_IF_ERROR(Injected("hipMemcpyAsync(upload)", s.index));
     RETURN_IF_ERROR(Check("hipMemcpyAsync(upload)", s.index,
                           hipMemcpyAsync(s.source.get(), s.direct ? s.request.frame.plane[0] : s.input.get<uint8_t>(),
                                          s.frame_bytes, hipMemcpyHostToDevice, upload_.get())));
+    if (s.timing_run) (void)hipEventRecord(s.upload_end.get(), upload_.get());
     return Check("hipEventRecord(uploaded)", s.index, hipEventRecord(s.uploaded.get(), upload_.get()));
   }
 
@@ -543,7 +567,7 @@ class GpuWorker : public Worker {
     for (Slot* s : group) {
       RETURN_IF_ERROR(Check("hipStreamWaitEvent(encode, uploaded)", s->index,
                             hipStreamWaitEvent(lane.stream.get(), s->uploaded.get(), 0)));
-      if (options_.stage_timing) (void)hipEventRecord(s->encode_start.get(), lane.stream.get());
+      if (s->timing_run) (void)hipEventRecord(s->encode_start.get(), lane.stream.get());
     }
     std::vector<int> flat_base(renditions);  // rendition r's band k is band_done[flat_base[r] + k]
     int waves = 0;
@@ -607,9 +631,12 @@ class GpuWorker : public Worker {
         if (!launched.ok()) return launched.WithContext(SlotNames(group));  // names built only on failure
         for (size_t k = begin; k < next; ++k) {
           Slot& s = *group[pending[k].frame];
+          const int flat = flat_base[pending[k].rendition] + pending[k].band;
+          // The timing event first, so that band k's copy, which waits for band_done, never
+          // appears to start before the band ended.
+          if (s.timing_run) (void)hipEventRecord(s.band_end[flat].get(), lane.stream.get());
           RETURN_IF_ERROR(Check("hipEventRecord(band_done)", s.index,
-                                hipEventRecord(s.band_done[flat_base[pending[k].rendition] + pending[k].band].get(),
-                                               lane.stream.get())));
+                                hipEventRecord(s.band_done[flat].get(), lane.stream.get())));
         }
       }
     }
@@ -654,10 +681,12 @@ class GpuWorker : public Worker {
       const SteadyTime started = std::chrono::steady_clock::now();
       const int lane = next_lane_;
       next_lane_ = (next_lane_ + 1) % static_cast<int>(lanes_.size());
+      const uint64_t timing_run = TimingRunFor(static_cast<int>(group.size()));
       std::vector<int> indices;
       for (Slot* s : group) {
         s->started = started;
         s->lane = lane;
+        s->timing_run = timing_run;
         indices.push_back(s->index);
       }
       {
@@ -788,13 +817,13 @@ class GpuWorker : public Worker {
           const uint8_t* band_out = s.out.get<uint8_t>() + s.out_offset[r] + band * p.band_capacity;
           RETURN_IF_ERROR(Check("hipStreamWaitEvent(readback, band_done)", s.index,
                                 hipStreamWaitEvent(readback_.get(), done.get(), 0)));
-          if (options_.stage_timing) (void)hipEventRecord(s.band_copy_start[flat].get(), readback_.get());
+          if (s.timing_run) (void)hipEventRecord(s.band_copy_start[flat].get(), readback_.get());
           if (at) {
             uint8_t* dst = ring_->buffer.get<uint8_t>() + *at;
             RETURN_IF_ERROR(Injected("hipMemcpyAsync(readback)", s.index));
             RETURN_IF_ERROR(Check("hipMemcpyAsync(readback)", s.index,
                                   hipMemcpyAsync(dst, band_out, n, hipMemcpyDeviceToHost, readback_.get())));
-            if (options_.stage_timing) (void)hipEventRecord(s.band_copy_end[flat].get(), readback_.get());
+            if (s.timing_run) (void)hipEventRecord(s.band_copy_end[flat].get(), readback_.get());
             JpegBytes& jpeg = results[i]->jpeg[r];
             jpeg.AppendLent(dst, n, leases[i]);
             if (band == p.num_bands - 1) AppendTrailer(&jpeg);
@@ -819,7 +848,7 @@ class GpuWorker : public Worker {
             copied += bytes;
             in_flight[i].push_back({buffer, bytes, r, band == p.num_bands - 1 && copied == n});
           } while (copied < n);
-          if (options_.stage_timing) (void)hipEventRecord(s.band_copy_end[flat].get(), readback_.get());
+          if (s.timing_run) (void)hipEventRecord(s.band_copy_end[flat].get(), readback_.get());
         }
       }
     }
@@ -827,14 +856,15 @@ class GpuWorker : public Worker {
       while (!in_flight[i].empty()) RETURN_IF_ERROR(append_oldest(i));
       if (ring_unsynced[i]) RETURN_IF_ERROR(sync_ring(i));
     }
-    if (options_.stage_timing) {
-      for (size_t i = 0; i < group.size(); ++i) {
-        Slot& s = *group[i];
+    for (size_t i = 0; i < group.size(); ++i) {
+      Slot& s = *group[i];
+      if (s.timing_run) {
         FrameTimes& t = results[i]->times;
-        t.upload = {SinceStart(s.upload_start), SinceStart(s.uploaded)};
-        t.encode = {SinceStart(s.encode_start), SinceStart(s.band_done[bands_total - 1])};
+        t.timing_run = s.timing_run;
+        t.upload = {SinceStart(s.upload_start), SinceStart(s.upload_end)};
+        t.encode = {SinceStart(s.encode_start), SinceStart(s.band_end[bands_total - 1])};
         for (int k = 0; k < bands_total; ++k) {
-          t.band_done.push_back(SinceStart(s.band_done[k]));
+          t.band_done.push_back(SinceStart(s.band_end[k]));
           t.band_readback.push_back({SinceStart(s.band_copy_start[k]), SinceStart(s.band_copy_end[k])});
         }
       }
@@ -958,7 +988,7 @@ class GpuWorker : public Worker {
       }
       Slot& slot = slots_[next.first];
       (next.second.status.ok() ? done_ : failed_).fetch_add(1);
-      if (options_.stage_timing && next.second.status.ok()) overlap_.Add(next.second.times);
+      if (next.second.status.ok()) overlap_.Add(next.second.times);  // timed frames only
       auto on_done = std::move(slot.request.on_done);
       next.second.times.handed_over = std::chrono::steady_clock::now();
       on_done(std::move(next.second));
@@ -978,6 +1008,10 @@ class GpuWorker : public Worker {
   Stream upload_, readback_;
   std::vector<EncodeLane> lanes_;
   int next_lane_ = 0;  // issue thread only
+  // Runs of timed frames (TimingRunFor), issue thread only.
+  uint64_t timing_runs_ = 0;
+  int run_frames_left_ = 0;
+  SteadyTime run_started_;
   Event reference_;  // stage timing: time zero of FrameTimes' GPU intervals
   SlotPool pool_;
   std::vector<Slot> slots_;

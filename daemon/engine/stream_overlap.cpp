@@ -49,28 +49,35 @@ double OverlapLength(const std::vector<GpuInterval> engines[3]) {
 }
 
 void OverlapWindow::Add(const FrameTimes& t) {
-  if (t.upload.end <= 0) return;
+  if (t.timing_run == 0 || t.upload.end <= 0) return;
   std::lock_guard<std::mutex> lock(mu_);
+  if (t.timing_run < run_) return;
+  if (t.timing_run > run_) {
+    if (!frames_.empty()) finished_ratio_ = RatioOf(frames_);
+    frames_.clear();
+    run_ = t.timing_run;
+  }
   frames_.push_back({t.upload, t.encode, t.band_readback});
   if (frames_.size() > capacity_) frames_.pop_front();
 }
 
 double OverlapWindow::Ratio() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (frames_.size() >= capacity_ || finished_ratio_ < 0) return RatioOf(frames_);
+  return finished_ratio_;
+}
+
+double OverlapWindow::RatioOf(const std::deque<Frame>& frames) {
+  if (frames.empty()) return 0;
   std::vector<GpuInterval> engines[3];
-  double lo = 0, hi = 0;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (frames_.empty()) return 0;
-    lo = frames_.front().upload.start;
-    hi = lo;
-    for (const Frame& f : frames_) {
-      engines[0].push_back(f.upload);
-      engines[1].push_back(f.encode);
-      engines[2].insert(engines[2].end(), f.readback.begin(), f.readback.end());
-      lo = std::min(lo, f.upload.start);
-      for (const GpuInterval& b : f.readback) hi = std::max(hi, b.end);
-      hi = std::max(hi, f.encode.end);
-    }
+  double lo = frames.front().upload.start, hi = lo;
+  for (const Frame& f : frames) {
+    engines[0].push_back(f.upload);
+    engines[1].push_back(f.encode);
+    engines[2].insert(engines[2].end(), f.readback.begin(), f.readback.end());
+    lo = std::min(lo, f.upload.start);
+    for (const GpuInterval& b : f.readback) hi = std::max(hi, b.end);
+    hi = std::max(hi, f.encode.end);
   }
   return hi > lo ? OverlapLength(engines) / (hi - lo) : 0;
 }

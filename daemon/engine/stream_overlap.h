@@ -17,17 +17,21 @@ double UnionLength(std::vector<GpuInterval> v);
 // Time during which at least two of the three engines were busy.
 double OverlapLength(const std::vector<GpuInterval> engines[3]);
 
-// The last `frames` frames' engine intervals; thread-safe.
+// The engines' overlap in the latest run of timed frames (StageTiming), over at most its
+// last `frames` frames; thread-safe. Runs are apart in time, so one window never spans
+// two: the time between them, untimed, would count as idle.
 class OverlapWindow {
  public:
   explicit OverlapWindow(size_t frames = 256) : capacity_(frames) {}
 
-  // Keeps the frame's upload, encode and band readback intervals (none without stage
-  // timing, in which case the frame is ignored).
+  // Keeps the frame's upload, encode and band readback intervals. Frames without stage
+  // timing are ignored, and so are stragglers of a run older than the current one.
   void Add(const FrameTimes& t);
 
   // Share of the window's span (first upload to last readback) in which two or more
-  // engines were busy; 0 for an empty window.
+  // engines were busy: the current run's once it has filled the window, else the last
+  // finished run's (a run in progress has too few frames to say), else the current
+  // run's; 0 for an empty window.
   double Ratio() const;
 
  private:
@@ -35,9 +39,13 @@ class OverlapWindow {
     GpuInterval upload, encode;
     std::vector<GpuInterval> readback;
   };
+  static double RatioOf(const std::deque<Frame>& frames);
+
   const size_t capacity_;
   mutable std::mutex mu_;
+  uint64_t run_ = 0;            // the run frames_ holds
   std::deque<Frame> frames_;
+  double finished_ratio_ = -1;  // the previous run's; -1 before any run finished
 };
 
 }  // namespace conveyor

@@ -37,7 +37,10 @@ struct GpuInterval {
 struct FrameTimes {
   SteadyTime submitted, started, first_byte, done;
   SteadyTime handed_over;  // when on_done was called
-  // GPU worker with stage_timing only, on its GPU clock:
+  // GPU worker: the run of timed frames this frame belongs to (WorkerOptions::
+  // stage_timing), counting from 1; 0 when the frame was not timed. A timed frame has
+  // the intervals below, on the worker's GPU clock:
+  uint64_t timing_run = 0;
   GpuInterval upload, encode;
   std::vector<double> band_done;          // when each band's last stage finished
   std::vector<GpuInterval> band_readback;  // each band's D2H copy; starts after band_done
@@ -75,6 +78,25 @@ class HostMemoryRegistration {
   virtual ~HostMemoryRegistration() = default;
 };
 
+// Which frames the GPU worker records timing events for: FrameTimes' GPU intervals, which
+// the stage histograms, the overlap gauge and the benchmark's engine columns read. The
+// events are not free: timing every frame cost the H200 10-20 % of its frames/s (1080p
+// 14 800-14 900 against 16 500, a 1080p ladder 12 000-12 300 against 15 000;
+// BENCHMARKS.md, session 9), and a timing event beside a copy costs that copy 2-3 us.
+// So the daemon times frames in runs: `run_frames` consecutive frames, a run starting at
+// most every `every`. A run is long enough to show how the engines overlap, and rare
+// enough to cost nothing measurable at full load; at low frame rates runs follow each
+// other and nearly every frame is timed, which costs nothing there.
+struct StageTiming {
+  int run_frames = 0;  // 0: no timing
+  std::chrono::milliseconds every{0};  // 0: every frame timed, all in one run
+
+  bool on() const { return run_frames > 0; }
+  static StageTiming Off() { return {}; }
+  static StageTiming EveryFrame() { return {1, std::chrono::milliseconds(0)}; }
+  static StageTiming Sampled() { return {64, std::chrono::milliseconds(1000)}; }
+};
+
 struct WorkerOptions {
   // Frames in flight (the GPU worker's ring of pinned slots). Eight keep both encode
   // streams busy while other frames upload and read back (BENCHMARKS.md, 1080p on the
@@ -101,7 +123,7 @@ struct WorkerOptions {
   // A launch only takes frames already queued, so batching never waits for frames. Off
   // (1) by default: on the H200 it did not pay (BENCHMARKS.md, "frames per launch").
   int max_launch_frames = 1;
-  bool stage_timing = false;     // GPU: timing events around upload, encode and readback
+  StageTiming stage_timing;      // GPU: timing events around upload, encode and readback
   int cpu_threads = 0;           // CPU worker: 0 = one per hardware thread
 
   // Test hooks (never set in production).
@@ -156,8 +178,9 @@ struct WorkerStats {
   // Seconds since the least recently active of the worker's threads last showed it is
   // alive; idle threads beat every second, so a large value means a stuck thread.
   double stalest_thread_s = 0;
-  // GPU worker with stage timing: share of recent time (the last 256 frames) in which two
-  // or more of its engines (upload, encode, readback) were busy.
+  // GPU worker with stage timing: share of recent time (the last run of timed frames, or
+  // the last 256 frames when every frame is timed) in which two or more of its engines
+  // (upload, encode, readback) were busy.
   double overlap_ratio = 0;
 };
 

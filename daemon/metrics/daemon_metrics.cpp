@@ -109,7 +109,8 @@ StatusOr<DaemonMetrics> DaemonMetrics::Create(Registry& r, const BuildInfo& buil
                                            {"device"})));
   ASSIGN_OR_RETURN(m.stage_duration_,
                    r.AddHistogram(Spec("conveyor_stage_duration_seconds",
-                                       "Time one frame spends in one pipeline stage.",
+                                       "Time one frame spends in one pipeline stage. GPU workers "
+                                       "time runs of 64 consecutive frames, one run a second at most.",
                                        {"stage", "device"}),
                                   kStageBuckets));
   ASSIGN_OR_RETURN(m.frame_latency_,
@@ -121,7 +122,8 @@ StatusOr<DaemonMetrics> DaemonMetrics::Create(Registry& r, const BuildInfo& buil
   ASSIGN_OR_RETURN(m.stream_overlap_,
                    r.AddGauge(Spec("conveyor_stream_overlap_ratio",
                                    "Share (0..1) of the worker's busy time in which copies and "
-                                   "kernels ran at once on different streams.",
+                                   "kernels ran at once on different streams, over its last run "
+                                   "of timed frames.",
                                    {"device"})));
   ASSIGN_OR_RETURN(m.pinned_allocated_,
                    r.AddGauge(Spec("conveyor_pinned_memory_allocated_bytes",

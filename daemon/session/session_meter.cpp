@@ -57,7 +57,7 @@ void SessionMeter::FrameDone(const FrameResult& r) const {
   }
   const FrameTimes& t = r.times;
   device_->frame_latency_seconds->Observe(std::chrono::duration<double>(t.done - t.submitted).count());
-  if (t.upload.end > 0) {  // GPU event times (stage timing)
+  if (t.timing_run > 0) {  // GPU event times: a timed frame (StageTiming)
     device_->stage(metrics::Stage::kUpload).Observe(t.upload.seconds());
     device_->stage(metrics::Stage::kEncode).Observe(t.encode.seconds());
     if (!t.band_readback.empty()) {
@@ -68,9 +68,9 @@ void SessionMeter::FrameDone(const FrameResult& r) const {
       }
       device_->stage(metrics::Stage::kReadback).Observe(last - first);
     }
-  } else {
+  } else if (!gpu_worker_) {  // the CPU worker: its encode, on the host clock
     device_->stage(metrics::Stage::kEncode).Observe(std::chrono::duration<double>(t.done - t.started).count());
-  }
+  }  // an untimed GPU frame: its host times would mix queueing into the stage histograms
 }
 
 void SessionMeter::FrameFailed(const Status& status) const {

@@ -31,6 +31,10 @@ struct PipelineBenchOptions {
   bool stall_streams = false;   // the heavy frames as another session's stream
   int stall_quality = 100;
   std::string times_csv;        // each timed frame's host and GPU times, for diagnosis
+  // GPU timing events (engine busy, overlap): "runs" as the daemon times frames (runs of
+  // 64 frames, one starting at most every timing_every_ms), "all" frames, or "off".
+  std::string stage_timing = "runs";
+  int timing_every_ms = 1000;   // the daemon's
 };
 
 void AddPipelineCommand(CLI::App& app, PipelineBenchOptions* options, int* exit_code);

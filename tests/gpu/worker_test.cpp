@@ -171,7 +171,7 @@ TEST_P(WorkerTest, ProgressEventsOffGivesTheSameBytes) {
 TEST_P(WorkerTest, BandReadbackStartsOnlyAfterItsBandIsDone) {
   if (GetParam() == "cpu") GTEST_SKIP() << "the CPU worker has no separate readback";
   WorkerOptions options;
-  options.stage_timing = true;
+  options.stage_timing = StageTiming::EveryFrame();
   options.band_rows = 32;  // several bands a frame, whatever the default band size
   MAKE_OR_SKIP(worker, options);
   const auto cases = MixedCases(6);
@@ -195,6 +195,36 @@ TEST_P(WorkerTest, BandReadbackStartsOnlyAfterItsBandIsDone) {
   }
   std::printf("bands checked: %zu\n", bands);
   EXPECT_GT(bands, 2 * got.results.size()) << "too few bands to check their order";
+  ExpectMatchesCpuEncoder(cases, got);
+}
+
+// Sampled stage timing (the daemon's): a run of consecutive frames is timed, and the
+// frames after it, until the next run is due, carry no GPU times and cost no timing
+// events. With one frame a launch, the run is the first frames issued.
+TEST_P(WorkerTest, SampledStageTimingTimesOneRunOfFrames) {
+  if (GetParam() == "cpu") GTEST_SKIP() << "the CPU worker keeps no GPU times";
+  WorkerOptions options;
+  options.stage_timing = {3, std::chrono::hours(1)};  // one run of three frames in this test
+  MAKE_OR_SKIP(worker, options);
+  const auto cases = MixedCases(8);
+  Collector got;
+  SubmitAll(*worker, cases, got);
+  if (HasFatalFailure()) return;
+  int timed = 0;
+  for (auto& [id, r] : got.results) {
+    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    if (id < 3) {
+      EXPECT_EQ(r.times.timing_run, 1u) << "frame " << id;
+      EXPECT_FALSE(r.times.band_readback.empty()) << "frame " << id;
+      EXPECT_GT(r.times.upload.seconds(), 0.0) << "frame " << id;
+      timed += r.times.timing_run == 1;
+    } else {
+      EXPECT_EQ(r.times.timing_run, 0u) << "frame " << id;
+      EXPECT_TRUE(r.times.band_done.empty()) << "frame " << id;
+      EXPECT_EQ(r.times.upload.end, 0.0) << "frame " << id;
+    }
+  }
+  EXPECT_EQ(timed, 3);
   ExpectMatchesCpuEncoder(cases, got);
 }
 

@@ -29,6 +29,7 @@ TEST(StreamOverlap, WindowRatioOverItsSpanAndItsCapacity) {
   EXPECT_DOUBLE_EQ(window.Ratio(), 0.0);
   auto frame = [](double t0) {
     FrameTimes t;
+    t.timing_run = 1;
     t.upload = {t0, t0 + 1};
     t.encode = {t0 + 1, t0 + 3};
     t.band_readback = {{t0 + 2, t0 + 4}};
@@ -40,6 +41,30 @@ TEST(StreamOverlap, WindowRatioOverItsSpanAndItsCapacity) {
   EXPECT_DOUBLE_EQ(window.Ratio(), 0.5);
   window.Add(frame(100));  // capacity 2: the first frame leaves; span 2..104
   EXPECT_NEAR(window.Ratio(), (1.0 + 1.0) / 102.0, 1e-12);
+}
+
+// Sampled timing: runs of frames far apart. The window reports the last finished run
+// until the current one fills it, and never spans two runs (the untimed time between
+// them would read as idle).
+TEST(StreamOverlap, WindowKeepsToOneRunOfTimedFrames) {
+  auto frame = [](uint64_t run, double t0) {
+    FrameTimes t;
+    t.timing_run = run;
+    t.upload = {t0, t0 + 1};
+    t.encode = {t0 + 1, t0 + 3};
+    t.band_readback = {{t0 + 2, t0 + 4}};
+    return t;
+  };
+  OverlapWindow window(2);
+  window.Add(frame(1, 0));
+  window.Add(frame(1, 2));
+  EXPECT_DOUBLE_EQ(window.Ratio(), 0.5);   // as above: 2..5 of 0..6
+  window.Add(frame(2, 1000));              // run 2 begins: run 1 is finished at 0.5
+  EXPECT_DOUBLE_EQ(window.Ratio(), 0.5);   // one frame of run 2 is not yet a window
+  window.Add(frame(1, 4));                 // a straggler of run 1: ignored
+  EXPECT_DOUBLE_EQ(window.Ratio(), 0.5);
+  window.Add(frame(2, 1003));              // run 2 fills the window: two or more busy 2..4 and 5..6 of 0..7
+  EXPECT_NEAR(window.Ratio(), 3.0 / 7.0, 1e-12);
 }
 
 }  // namespace

@@ -51,6 +51,9 @@ constexpr int kLaunchScratchBands = 3;
 // Band buffers per slot on the host side of readback: band k's copy is queued while
 // band k-1's may still be in flight.
 constexpr int kReadbackBuffers = 2;
+// Frames a worker holds at most, per slot: a slot is free once its frame is read back,
+// and finished frames wait, without one, for their turn to be handed over.
+constexpr int kInFlightPerSlot = 2;
 
 int64_t Nanoseconds(SteadyTime from, SteadyTime to) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(to - from).count();
@@ -88,6 +91,7 @@ class GpuWorker : public Worker {
         options_(options),
         name_(name),
         pool_(options.slots),
+        in_flight_(kInFlightPerSlot * options.slots),
         slots_(options.slots),
         heartbeats_(1 + std::max(1, options.encode_streams) * std::max(1, options.delivery_threads_per_stream)) {}
 
@@ -177,6 +181,7 @@ class GpuWorker : public Worker {
     RETURN_IF_ERROR(ValidateRequest(request, options_));
     if (dead_.load()) return Unavailable(Describe() + " is out of service: " + dead_reason_);
     const SteadyTime submitted = std::chrono::steady_clock::now();
+    in_flight_.Enter();
     const int index = pool_.Acquire();
     Slot& s = slots_[index];
     s.status = OkStatus();
@@ -198,12 +203,11 @@ class GpuWorker : public Worker {
       s.request.frame.plane[0] = s.request.frame.plane[1] = s.request.frame.plane[2] = nullptr;  // caller's
       if (s.request.on_input_released) s.request.on_input_released();
     }
-    in_flight_.fetch_add(1);
     issue_queue_.Push(index);
     return OkStatus();
   }
 
-  void Flush() override { pool_.WaitAllFree(); }
+  void Flush() override { in_flight_.WaitNone(); }
 
   StatusOr<std::unique_ptr<HostMemoryRegistration>> RegisterHostMemory(void* data, size_t size) override {
     GPU_RETURN_IF_ERROR(hipSetDevice(device_), "hipSetDevice");
@@ -218,7 +222,7 @@ class GpuWorker : public Worker {
     st.restarts = restarts_.load();
     st.pinned_bytes = pinned_bytes_;
     st.device_bytes = device_bytes_.load();
-    st.in_flight = in_flight_.load();
+    st.in_flight = in_flight_.Count();
     st.issue_busy_s = issue_busy_ns_.load() / 1e9;
     st.delivery_busy_s = delivery_busy_ns_.load() / 1e9;
     st.delivery_band_wait_s = band_wait_ns_.load() / 1e9;
@@ -282,6 +286,14 @@ class GpuWorker : public Worker {
     }
     return false;
   }
+
+  // In-order hand-over, per stream (FrameRequest::stream): a frame whose slot is already
+  // free, waiting for its turn.
+  struct Finished {
+    uint64_t stream = 0, sequence = 0;
+    std::function<void(FrameResult&&)> on_done;
+    FrameResult result;
+  };
 
   struct Slot {
     int index = 0;
@@ -950,8 +962,14 @@ class GpuWorker : public Worker {
       }
       failed_bytes.clear();
       for (size_t i = 0; i < group.size(); ++i) {
-        ReleaseInput(*group[i]);
-        HandOver(*group[i], std::move(results[i]));
+        Slot& s = *group[i];
+        ReleaseInput(s);
+        Finished f{s.request.stream, s.sequence, std::move(s.request.on_done), std::move(results[i])};
+        // The slot is free: its upload, kernels and copies have completed (or Recover()
+        // waited for them), and the result holds its bytes (lent from the ring or
+        // copied). Frames behind it enter the pipeline while this one waits its turn.
+        pool_.Release(s.index);
+        HandOver(std::move(f));
       }
     }
   }
@@ -961,12 +979,12 @@ class GpuWorker : public Worker {
   // session does not hold back another session's. Whichever delivery thread completes
   // a frame hands over every frame that became ready; only one thread hands over at a
   // time, so on_done calls never overlap.
-  void HandOver(const Slot& s, FrameResult&& result) {
+  void HandOver(Finished&& frame) {
     {
       std::lock_guard<std::mutex> lock(order_mu_);
-      auto it = streams_.find(s.request.stream);
+      auto it = streams_.find(frame.stream);
       StreamOrder& o = it->second;
-      o.finished.emplace(s.sequence, std::make_pair(s.index, std::move(result)));
+      o.finished.emplace(frame.sequence, std::move(frame));
       for (auto f = o.finished.begin(); f != o.finished.end() && f->first == o.next; f = o.finished.erase(f)) {
         ready_.push_back(std::move(f->second));
         ++o.next;
@@ -976,7 +994,7 @@ class GpuWorker : public Worker {
       handing_over_ = true;
     }
     for (;;) {
-      std::pair<int, FrameResult> next;
+      Finished next;
       {
         std::lock_guard<std::mutex> lock(order_mu_);
         if (ready_.empty()) {
@@ -986,14 +1004,12 @@ class GpuWorker : public Worker {
         next = std::move(ready_.front());
         ready_.pop_front();
       }
-      Slot& slot = slots_[next.first];
-      (next.second.status.ok() ? done_ : failed_).fetch_add(1);
-      if (next.second.status.ok()) overlap_.Add(next.second.times);  // timed frames only
-      auto on_done = std::move(slot.request.on_done);
-      next.second.times.handed_over = std::chrono::steady_clock::now();
-      on_done(std::move(next.second));
-      in_flight_.fetch_sub(1);
-      pool_.Release(next.first);
+      FrameResult& result = next.result;
+      (result.status.ok() ? done_ : failed_).fetch_add(1);
+      if (result.status.ok()) overlap_.Add(result.times);  // timed frames only
+      result.times.handed_over = std::chrono::steady_clock::now();
+      next.on_done(std::move(result));
+      in_flight_.Leave();
     }
   }
 
@@ -1014,6 +1030,7 @@ class GpuWorker : public Worker {
   SteadyTime run_started_;
   Event reference_;  // stage timing: time zero of FrameTimes' GPU intervals
   SlotPool pool_;
+  InFlightLimit in_flight_;  // frames from Submit() to hand-over
   std::vector<Slot> slots_;
   std::map<int, TablesEntry> tables_;  // issue thread only
 
@@ -1027,18 +1044,17 @@ class GpuWorker : public Worker {
   struct StreamOrder {
     uint64_t submitted = 0;  // sequence numbers given out
     uint64_t next = 0;       // the next to hand over
-    std::map<uint64_t, std::pair<int, FrameResult>> finished;  // waiting for earlier ones
+    std::map<uint64_t, Finished> finished;  // waiting for earlier ones
   };
   std::mutex order_mu_;
   std::unordered_map<uint64_t, StreamOrder> streams_;
-  std::deque<std::pair<int, FrameResult>> ready_;  // in order, to hand over
+  std::deque<Finished> ready_;  // in order, to hand over
   bool handing_over_ = false;
   std::shared_ptr<Registry> registry_ = std::make_shared<Registry>();
   std::atomic<bool> dead_{false};
   std::string dead_reason_;
   std::atomic<uint64_t> done_{0}, failed_{0}, restarts_{0}, device_bytes_{0};
   std::atomic<uint64_t> pinned_bytes_{0};  // grows on the issue thread, read by Stats()
-  std::atomic<int> in_flight_{0};
   std::atomic<int64_t> issue_busy_ns_{0}, delivery_busy_ns_{0};
   std::atomic<int64_t> band_wait_ns_{0}, copy_wait_ns_{0}, append_ns_{0};  // parts of delivery_busy_ns_
   std::shared_ptr<RingMemory> ring_;

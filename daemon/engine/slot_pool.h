@@ -50,4 +50,45 @@ class SlotPool {
   int total_ = 0;
 };
 
+// Frames a worker holds, from Submit() until they are handed over, with a bound: Enter()
+// blocks while `limit` frames are held. A slot goes back to its pool as soon as the
+// frame's bytes are read back, before the frame waits its turn to be handed over (in
+// order within its stream), so this bound, not the slots, caps the finished frames that
+// wait behind a slow one.
+class InFlightLimit {
+ public:
+  explicit InFlightLimit(int limit) : limit_(limit) {}
+
+  void Enter() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return count_ < limit_; });
+    ++count_;
+  }
+
+  void Leave() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --count_;
+    }
+    cv_.notify_all();
+  }
+
+  // Blocks until no frame is held.
+  void WaitNone() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return count_ == 0; });
+  }
+
+  int Count() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return count_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  const int limit_;
+  int count_ = 0;
+};
+
 }  // namespace conveyor

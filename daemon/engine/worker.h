@@ -191,8 +191,10 @@ class Worker {
   // "cpu (16 threads)" or "gpu 0: NVIDIA H200".
   virtual std::string Describe() const = 0;
 
-  // Copies the frame into a free slot and queues it; blocks while every slot is busy,
-  // which is how backpressure reaches the caller. Bad input is refused here with
+  // Copies the frame into a free slot and queues it; blocks while every slot is busy, or
+  // (GPU worker) while it holds twice as many frames as it has slots (finished frames
+  // waiting for their turn in their stream hold no slot). That is how backpressure
+  // reaches the caller. Bad input is refused here with
   // INVALID_ARGUMENT and never reaches on_done.
   virtual Status Submit(FrameRequest request) = 0;
 

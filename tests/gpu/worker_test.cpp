@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstring>
 #include <functional>
 #include <future>
@@ -114,6 +115,56 @@ TEST_P(WorkerTest, OutputMatchesCpuEncoderInSubmissionOrder) {
   ASSERT_EQ(got.results.size(), cases.size());
   for (size_t i = 0; i < got.order.size(); ++i) EXPECT_EQ(got.order[i], i);
   ExpectMatchesCpuEncoder(cases, got);
+}
+
+// A frame's slot is free once its bytes are read back, before its hand-over: while the
+// caller holds frame 0's hand-over (its on_done blocks), more frames than there are slots
+// are still taken, encoded and read back. Before, slots went back only at hand-over, so
+// a frame waiting its turn held its slot and a slow frame drained the pipeline behind it.
+TEST_P(WorkerTest, SlotsAreFreeBeforeTheirFramesAreHandedOver) {
+  if (GetParam() == "cpu") GTEST_SKIP() << "the CPU worker encodes in the caller's order with its own queue";
+  WorkerOptions options;
+  options.slots = 3;
+  MAKE_OR_SKIP(worker, options);
+  const auto cases = MixedCases(8);
+  constexpr int kBeyondSlots = 5;  // frames 1..5: more than the 3 slots, fewer than the 6 frames held at most
+  std::mutex mu;
+  std::condition_variable cv;
+  int submitted = 0;
+  bool reached = false;
+  Collector got;
+  for (int i = 0; i <= kBeyondSlots; ++i) {
+    FrameRequest req;
+    req.id = i;
+    req.frame = cases[i].frame.view;
+    req.renditions = {Rendition{0, 0, cases[i].params}};
+    auto collect = got.Callback();
+    if (i == 0) {
+      req.on_done = [&, collect](FrameResult&& r) {
+        std::unique_lock<std::mutex> lock(mu);
+        reached = cv.wait_for(lock, std::chrono::seconds(20), [&] { return submitted == kBeyondSlots; });
+        lock.unlock();
+        collect(std::move(r));
+      };
+    } else {
+      req.on_done = collect;
+    }
+    ASSERT_TRUE(worker->Submit(std::move(req)).ok());
+    if (i > 0) {
+      std::lock_guard<std::mutex> lock(mu);
+      submitted = i;
+      cv.notify_all();
+    }
+  }
+  worker->Flush();
+  EXPECT_TRUE(reached) << "frames past the slots waited for frame 0's hand-over";
+  ASSERT_EQ(got.order.size(), static_cast<size_t>(kBeyondSlots + 1));
+  for (size_t i = 0; i < got.order.size(); ++i) EXPECT_EQ(got.order[i], i) << "hand-over order";
+  for (int i = 0; i <= kBeyondSlots; ++i) {
+    auto want = CpuJpegEncoder(0).Encode(cases[i].frame.view, cases[i].params);
+    ASSERT_TRUE(want.ok());
+    EXPECT_EQ(got.results.at(i).jpeg.at(0).ToVector(), *want) << "frame " << i;
+  }
 }
 
 // Frames of three streams, submitted interleaved, in mixed sizes so that they finish out
@@ -263,12 +314,15 @@ TEST_P(WorkerTest, SurvivesAnInjectedRuntimeError) {
   }
 }
 
-// Submit() blocks while every slot is busy: with two slots and a callback that holds
-// the delivery thread, a third frame cannot be accepted until the first is delivered.
-TEST_P(WorkerTest, SubmitBlocksWhenAllSlotsAreBusy) {
+// Submit() pushes back: with two slots and callbacks that hold the hand-over, the CPU
+// worker takes two frames and the GPU worker four (it frees a slot once the frame is
+// read back, and holds at most twice its slots in frames); the next Submit() waits until
+// a frame is handed over.
+TEST_P(WorkerTest, SubmitBlocksWhenTheWorkerIsFull) {
   WorkerOptions options;
   options.slots = 2;
   MAKE_OR_SKIP(worker, options);
+  const int held = GetParam() == "cpu" ? 2 : 4;
   const auto frame = testing::MakeSyntheticFrame(64, 64, PixelFormat::kYuv420p, 1);
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
@@ -284,15 +338,14 @@ TEST_P(WorkerTest, SubmitBlocksWhenAllSlotsAreBusy) {
     };
     return worker->Submit(std::move(req));
   };
-  ASSERT_TRUE(submit(0).ok());
-  ASSERT_TRUE(submit(1).ok());
-  auto third = std::async(std::launch::async, [&] { return submit(2); });
-  EXPECT_EQ(third.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout)
-      << "Submit() returned while both slots were busy";
+  for (int i = 0; i < held; ++i) ASSERT_TRUE(submit(i).ok());
+  auto next = std::async(std::launch::async, [&] { return submit(held); });
+  EXPECT_EQ(next.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout)
+      << "Submit() returned while the worker held " << held << " frames";
   release.set_value();
-  EXPECT_TRUE(third.get().ok());
+  EXPECT_TRUE(next.get().ok());
   worker->Flush();
-  EXPECT_EQ(delivered.load(), 3);
+  EXPECT_EQ(delivered.load(), held + 1);
 }
 
 TEST_P(WorkerTest, RefusesBadRequestsUpFront) {

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "frame_source.h"
 #include "gpu_encoder.h"
@@ -170,7 +171,7 @@ StatusOr<ModeResult> RunWorkerMode(const std::string& mode, std::unique_ptr<Work
                                    const std::vector<const OwnedFrame*>& seq,
                                    const std::vector<EncodeParams>& params, const std::vector<bool>& heavy,
                                    const std::vector<std::pair<int, int>>& ladder, bool registered,
-                                   bool heavy_stream, const std::string& times_csv) {
+                                   bool heavy_stream, double rate, const std::string& times_csv) {
   // Registered: the frames are page-locked where they are and uploaded from there, the
   // "pinned host frames" case. Otherwise the worker copies each into a pinned slot.
   std::vector<std::unique_ptr<HostMemoryRegistration>> registrations;
@@ -205,8 +206,15 @@ StatusOr<ModeResult> RunWorkerMode(const std::string& mode, std::unique_ptr<Work
   const WorkerStats before = worker->Stats();
   const SteadyTime start = Clock::now();
   uint64_t rss_half = 0;
+  // Paced (rate > 0): frame i arrives at start + i / rate, as a live source's would, and
+  // its latencies count from then, so time spent blocked in Submit() (a full worker)
+  // is not left out (coordinated omission).
+  auto arrival = [&](size_t i) {
+    return start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(i / rate));
+  };
   for (size_t i = 0; i < seq.size(); ++i) {
     if (i == seq.size() / 2) rss_half = RssBytes();
+    if (rate > 0) std::this_thread::sleep_until(arrival(i));
     FrameRequest req;
     req.id = i;
     req.frame = seq[i]->view;
@@ -217,6 +225,7 @@ StatusOr<ModeResult> RunWorkerMode(const std::string& mode, std::unique_ptr<Work
       if (!r.status.ok() && failure.ok()) failure = r.status;
       for (const auto& j : r.jpeg) jpeg_bytes += j.size();
       if (keep_times) times[r.id] = r.times;
+      if (keep_times && rate > 0) times[r.id].submitted = arrival(r.id);
     };
     RETURN_IF_ERROR(worker->Submit(std::move(req)));
   }
@@ -338,7 +347,7 @@ Status Run(const PipelineBenchOptions& o) {
         ASSIGN_OR_RETURN(auto w, MakeGpuWorker(0, m));
         ASSIGN_OR_RETURN(ModeResult r, RunWorkerMode("pipelined, progress events " + mode, std::move(w), seq, params,
                                                      heavy, ladder, o.input_memory == "registered", o.stall_streams,
-                                                     o.times_csv));
+                                                     o.rate, o.times_csv));
         results.push_back(r);
       } else {
         return InvalidArgument("--modes: unknown mode " + mode);
@@ -348,7 +357,7 @@ Status Run(const PipelineBenchOptions& o) {
     wo.stage_timing = StageTiming::Off();
     ASSIGN_OR_RETURN(ModeResult r,
                      RunWorkerMode("cpu worker", MakeCpuWorker(wo), seq, params, heavy, ladder, false, o.stall_streams,
-                                   o.times_csv));
+                                   o.rate, o.times_csv));
     results.push_back(r);
   }
 
@@ -371,6 +380,9 @@ Status Run(const PipelineBenchOptions& o) {
                                                           : "copied into the worker's pinned slots");
   if (o.stall_every > 0)
     std::printf("stall scenario: every %dth frame is %s q%d\n", o.stall_every, o.stall_size.c_str(), o.stall_quality);
+  if (o.rate > 0)
+    std::printf("paced: frames arrive at %.0f/s and latencies count from arrival (the serial mode is not paced)\n",
+                o.rate);
   if (bound_fps > 0) {
     std::printf("pinned H2D bound for this input: %.0f frames/s (%.1f GB/s)\n", bound_fps, bound_fps * frame_bytes / 1e9);
     std::printf("copy bandwidth GB/s: H2D pinned %.1f, pageable %.1f; D2H pinned %.1f, pageable %.1f\n",
@@ -489,6 +501,10 @@ void AddPipelineCommand(CLI::App& app, PipelineBenchOptions* o, int* exit_code) 
                   "time, at most every --timing-every-ms), all (every frame; costs frames/s) or off")
       ->capture_default_str();
   cmd->add_option("--timing-every-ms", o->timing_every_ms, "With --stage-timing runs: a run starts at most this often")
+      ->capture_default_str();
+  cmd->add_option("--rate", o->rate,
+                  "Frames/s at which frames arrive, paced like a live source; latencies count from each "
+                  "frame's arrival (0: as fast as the worker takes them)")
       ->capture_default_str();
   cmd->add_option("--times-csv", o->times_csv, "Append each timed frame's host and GPU times (us) to this CSV");
   cmd->callback([o, exit_code] {

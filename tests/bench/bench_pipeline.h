@@ -30,6 +30,7 @@ struct PipelineBenchOptions {
   std::string stall_size = "3840x2160";
   bool stall_streams = false;   // the heavy frames as another session's stream
   int stall_quality = 100;
+  double rate = 0;              // frames/s a paced source offers (0: closed loop, as fast as taken)
   std::string times_csv;        // each timed frame's host and GPU times, for diagnosis
   // GPU timing events (engine busy, overlap): "runs" as the daemon times frames (runs of
   // 64 frames, one starting at most every timing_every_ms), "all" frames, or "off".

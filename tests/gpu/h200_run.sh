@@ -33,7 +33,8 @@ for part in $parts; do
                   "--size 1920x1080 --format rgb24 --modes serial,off,on --frames 10000" \
                   "--size 3840x2160 --format yuv420p --modes serial,off,on --frames 5000" \
                   "--size 1920x1080 --format yuv420p --renditions 1920x1080,1280x720,640x360 --modes on --frames 20000" \
-                  "--size 1920x1080 --format yuv420p --stall-every 8 --stall-size 3840x2160 --stall-quality 100 --frames 3000"; do
+                  "--size 1920x1080 --format yuv420p --stall-every 8 --stall-size 3840x2160 --stall-quality 100 --frames 3000" \
+                  "--size 1920x1080 --format yuv420p --stall-every 8 --stall-size 3840x2160 --stall-quality 100 --frames 10000 --modes off,on --rate 8000"; do
         $bin/conveyor-bench pipeline $args --worker gpu 2>&1 | tee -a "$out/bench_pipeline.log" \
           | grep -vE '^\{|^copy bandwidth'
       done ;;

@@ -1,6 +1,7 @@
 // Host execution of the encoder stages.
 #include "cpu_encoder.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "cpu_huffman.h"
@@ -50,6 +51,110 @@ struct StaticLayout {
   static constexpr int chroma_shift_x = kShiftX, chroma_shift_y = kShiftY;
 };
 
+typedef uint8_t Bytes16 __attribute__((vector_size(16)));
+typedef uint8_t Bytes32 __attribute__((vector_size(32)));
+typedef uint64_t Words2 __attribute__((vector_size(16)));
+
+template <class T>
+inline T Load(const uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// Bytes a..h of `q`, zero-extended into int32 lanes. Done as a byte shuffle of a vector
+// whose upper half is zero: GCC 12 lowers __builtin_convertvector of a byte vector
+// through general registers, a dozen instructions a lane, where this is four.
+template <int a, int b, int c, int d, int e, int f, int g, int h>
+inline Lanes8 ByteLanes(uint64_t q) {
+  const Words2 w = {q, 0};
+  const Bytes16 x = reinterpret_cast<const Bytes16&>(w);
+  const Bytes32 y = __builtin_shufflevector(x, x, a, 8, 8, 8, b, 8, 8, 8, c, 8, 8, 8, d, 8, 8, 8, e, 8, 8, 8, f, 8, 8,
+                                            8, g, 8, 8, 8, h, 8, 8, 8);
+  return reinterpret_cast<const Lanes8&>(y);
+}
+inline Lanes8 EightBytes(const uint8_t* p) { return ByteLanes<0, 1, 2, 3, 4, 5, 6, 7>(Load<uint64_t>(p)); }
+
+// (v + bias) >> kColorFracBits clamped to 0..255, eight at a time, stored as bytes: the
+// lane-wise ClampToByte((XformDot(...) + bias) >> kColorFracBits).
+inline void StoreConverted(uint8_t* out, Lanes8 v, int32_t bias) {
+  const Lanes8 zero = {}, top = zero + 255;
+  v = (v + bias) >> kColorFracBits;
+  v = v < zero ? zero : v;
+  v = v > top ? top : v;
+  const Bytes32 y = reinterpret_cast<const Bytes32&>(v);  // each lane's low byte holds it
+  const Bytes16 b = __builtin_shufflevector(y, y, 0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0);
+  std::memcpy(out, &b, 8);
+}
+
+// The chroma (Cb, Cr) of eight consecutive luma pixels from x on (x even when the chroma
+// is subsampled across), in lanes, as FetchTripleWith reads them: one chroma pair covers
+// 1 << chroma_shift_x pixels.
+template <LayoutKind K, class Layout>
+inline void ChromaOfEightPixels(const uint8_t* cb_row, const uint8_t* cr_row, int x, Lanes8* cb, Lanes8* cr) {
+  const Layout l;
+  static_assert(K != LayoutKind::kSemiPlanarYuv || l.chroma_shift_x == 1, "semi-planar chroma is subsampled across");
+  if (K == LayoutKind::kSemiPlanarYuv) {
+    const uint64_t c = Load<uint64_t>(cb_row + x);  // four (Cb, Cr) pairs
+    *cb = ByteLanes<0, 0, 2, 2, 4, 4, 6, 6>(c);
+    *cr = ByteLanes<1, 1, 3, 3, 5, 5, 7, 7>(c);
+  } else if (l.chroma_shift_x == 1) {
+    *cb = ByteLanes<0, 0, 1, 1, 2, 2, 3, 3>(Load<uint32_t>(cb_row + x / 2));
+    *cr = ByteLanes<0, 0, 1, 1, 2, 2, 3, 3>(Load<uint32_t>(cr_row + x / 2));
+  } else {
+    *cb = EightBytes(cb_row + x);
+    *cr = EightBytes(cr_row + x);
+  }
+}
+
+// Luma of source row `sy` of a YUV frame, eight pixels at a time, then the per-sample
+// path for the last few: every lane computes LumaSample's integers. Returns the pixels
+// done. (A YUV source's luma can depend on its chroma: BT.709 frames are converted to
+// JFIF's BT.601.)
+template <LayoutKind K, class Layout>
+int LumaRowYuv(const ColorXform& x, const SourcePlanes& s, int sy, int w, uint8_t* row) {
+  const Layout l;
+  const uint8_t* yrow = s.plane[0] + static_cast<size_t>(sy) * s.stride[0];
+  const size_t crow = static_cast<size_t>(sy >> l.chroma_shift_y);
+  const uint8_t* cb_row = s.plane[1] + crow * s.stride[1];
+  const uint8_t* cr_row = K == LayoutKind::kSemiPlanarYuv ? cb_row : s.plane[2] + crow * s.stride[2];
+  int i = 0;
+  for (; i + 8 <= w; i += 8) {
+    Lanes8 cb, cr;
+    ChromaOfEightPixels<K, Layout>(cb_row, cr_row, i, &cb, &cr);
+    const Lanes8 y = EightBytes(yrow + i);
+    StoreConverted(row + i, x.m[0][0] * y + x.m[0][1] * cb + x.m[0][2] * cr, x.bias[0]);
+  }
+  return i;
+}
+
+// Chroma samples [0, n) of output chroma row `cy` when the source's chroma grid is the
+// output's and chroma does not depend on luma (plan.chroma_direct): sample i is the
+// source's chroma pair i converted, ChromaSample's integers, eight at a time. Returns the
+// samples done; n is at most the source's chroma width.
+template <LayoutKind K, class Layout>
+int ChromaRowDirect(const ColorXform& x, const SourcePlanes& s, int crow, int n, uint8_t* cb_out, uint8_t* cr_out) {
+  const uint8_t* cb_row = s.plane[1] + static_cast<size_t>(crow) * s.stride[1];
+  const uint8_t* cr_row = K == LayoutKind::kSemiPlanarYuv ? cb_row : s.plane[2] + static_cast<size_t>(crow) * s.stride[2];
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    Lanes8 cb, cr;
+    if (K == LayoutKind::kSemiPlanarYuv) {
+      const uint64_t lo = Load<uint64_t>(cb_row + 2 * i), hi = Load<uint64_t>(cb_row + 2 * i + 8);
+      cb = __builtin_shufflevector(ByteLanes<0, 2, 4, 6, 0, 0, 0, 0>(lo), ByteLanes<0, 2, 4, 6, 0, 0, 0, 0>(hi), 0, 1,
+                                   2, 3, 8, 9, 10, 11);
+      cr = __builtin_shufflevector(ByteLanes<1, 3, 5, 7, 0, 0, 0, 0>(lo), ByteLanes<1, 3, 5, 7, 0, 0, 0, 0>(hi), 0, 1,
+                                   2, 3, 8, 9, 10, 11);
+    } else {
+      cb = EightBytes(cb_row + i);
+      cr = EightBytes(cr_row + i);
+    }
+    StoreConverted(cb_out + i, x.m[1][1] * cb + x.m[1][2] * cr, x.bias[1]);
+    StoreConverted(cr_out + i, x.m[2][1] * cb + x.m[2][2] * cr, x.bias[2]);
+  }
+  return i;
+}
+
 template <LayoutKind K, class Layout>
 void ColorStageFor(const EncodePlan p, const SourcePlanes s, int band, uint8_t* const planes[3]) {
   const Layout layout;
@@ -66,7 +171,8 @@ void ColorStageFor(const EncodePlan p, const SourcePlanes s, int band, uint8_t* 
   for (int y = 0; y < rows_y; ++y) {
     uint8_t* row = planes[0] + static_cast<size_t>(y) * plane_w;
     const int sy = ClampCoord(y0 + y, p.height);
-    for (int i = 0; i < w; ++i) {
+    const int vectored = K == LayoutKind::kPackedRgb ? 0 : LumaRowYuv<K, Layout>(x, s, sy, w, row);
+    for (int i = vectored; i < w; ++i) {
       int32_t a, b, d;
       FetchTripleWith<K>(layout, s, i, sy, &a, &b, &d);
       row[i] = ClampToByte((XformDot(x, 0, a, b, d) + x.bias[0]) >> kColorFracBits);
@@ -85,7 +191,12 @@ void ColorStageFor(const EncodePlan p, const SourcePlanes s, int band, uint8_t* 
     uint8_t* cb = planes[1] + off;
     uint8_t* cr = planes[2] + off;
     if (p.chroma_direct) {
-      for (int i = 0; i < cplane_w; ++i) ChromaSample<K>(p, s, i, c0 + y, &cb[i], &cr[i]);
+      // The source's chroma pairs as they are, past its chroma width the per-sample
+      // path's clamped edge (the MCU padding).
+      const int source_w = (w + hs - 1) / hs;
+      const int crow = ClampCoord((c0 + y) * vs, p.height) / vs;
+      const int vectored = ChromaRowDirect<K, Layout>(x, s, crow, std::min(source_w, cplane_w), cb, cr);
+      for (int i = vectored; i < cplane_w; ++i) ChromaSample<K>(p, s, i, c0 + y, &cb[i], &cr[i]);
       continue;
     }
     // Sum the converted chroma of the vs source rows this output row covers...
@@ -164,13 +275,8 @@ inline void Transpose8x8(const Lanes8 r[8], Lanes8 c[8]) {
 // exactly the integers of the scalar path (unit.Dct.HostStageEqualsPerRowAndColumnDefinition).
 inline void FdctQuantizeBlock(const uint8_t* src, int stride, const QuantTable& quant,
                               const uint8_t* zigzag_position, int16_t* levels) {
-  typedef uint8_t Bytes8 __attribute__((vector_size(8)));
   Lanes8 rows[8], in[8], out[8];
-  for (int r = 0; r < 8; ++r) {
-    Bytes8 b;
-    std::memcpy(&b, src + r * stride, sizeof(b));
-    rows[r] = __builtin_convertvector(b, Lanes8) - 128;
-  }
+  for (int r = 0; r < 8; ++r) rows[r] = EightBytes(src + r * stride) - 128;
   Transpose8x8(rows, in);                 // in[j][r]: sample j of row r
   dct::Fdct8<true, Lanes8>(in, out, 1);   // out[u][r]: coefficient u of row r
   Transpose8x8(out, in);                  // in[r][u]

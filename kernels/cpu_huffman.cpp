@@ -107,6 +107,12 @@ void BuildHostHuffTables(const EncodeTables& t, HostHuffTables* out) {
   }
 }
 
+// Built twice, as the encoder's other hot stages are (cpu_encoder.cpp): for x86-64-v3
+// (BMI2's flag-free shifts, LZCNT and TZCNT for the bit lengths and the run scan) and for
+// baseline x86-64; the loader picks one. Integer code: the same bytes.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
+__attribute__((target_clones("arch=x86-64-v3", "default"), flatten))
+#endif
 uint32_t EncodeSegmentHost(const EncodePlan& p, const HostHuffTables& t, const int16_t* band_levels, int band,
                            int segment, uint8_t* out) {
   const int band_first_mcu = p.BandFirstMcu(band);

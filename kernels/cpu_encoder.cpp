@@ -171,7 +171,8 @@ void ColorStageFor(const EncodePlan p, const SourcePlanes s, int band, uint8_t* 
   for (int y = 0; y < rows_y; ++y) {
     uint8_t* row = planes[0] + static_cast<size_t>(y) * plane_w;
     const int sy = ClampCoord(y0 + y, p.height);
-    const int vectored = K == LayoutKind::kPackedRgb ? 0 : LumaRowYuv<K, Layout>(x, s, sy, w, row);
+    int vectored = 0;  // RGB sources: the per-sample loop, which GCC vectorises well enough there
+    if constexpr (K != LayoutKind::kPackedRgb) vectored = LumaRowYuv<K, Layout>(x, s, sy, w, row);
     for (int i = vectored; i < w; ++i) {
       int32_t a, b, d;
       FetchTripleWith<K>(layout, s, i, sy, &a, &b, &d);

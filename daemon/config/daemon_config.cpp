@@ -114,7 +114,9 @@ const Field kFields[] = {
     {"workers", "gpu_slots", &DaemonConfig::gpu_slots, "--gpu-slots",
      "Frames in flight per GPU worker: the size of its ring of pinned slots. Each slot pins\n"
      "about 50 MiB of host memory for 3840x2160 limits; the worker also pins a 64 MiB ring\n"
-     "that encoded bands are read back into and results lend from.",
+     "that encoded bands are read back into and results lend from. A slot is free once its\n"
+     "frame is read back; the worker holds at most twice this many frames, the finished ones\n"
+     "waiting to be handed over in order.",
      1, 64},
     {"workers", "gpu_launch_frames", &DaemonConfig::gpu_launch_frames, nullptr,
      "Most frames of the same shape a GPU launch carries; only frames already queued are\n"

@@ -20,4 +20,12 @@ void TuneAllocatorForFrames() {
 #endif
 }
 
+bool ReleaseFreeHeap() {
+#if defined(__GLIBC__)
+  return malloc_trim(0) == 1;
+#else
+  return false;
+#endif
+}
+
 }  // namespace conveyor

@@ -11,4 +11,10 @@ namespace conveyor {
 // Call once at start, before threads allocate. Safe to call more than once.
 void TuneAllocatorForFrames();
 
+// Gives the heap's free pages back to the OS (glibc: malloc_trim, which also releases
+// whole free pages inside each arena, not only at the top). For an idle daemon: the
+// high-water mark of the frames that were in flight is then not held while nothing runs.
+// Returns false where nothing was released or the allocator has no such call.
+bool ReleaseFreeHeap();
+
 }  // namespace conveyor

@@ -95,6 +95,11 @@ StatusOr<DaemonMetrics> DaemonMetrics::Create(Registry& r, const BuildInfo& buil
                    r.AddCounter(Spec("conveyor_sessions_started_total",
                                      "Transcode sessions accepted since start.")));
   ASSIGN_OR_RETURN(m.sessions_started_, started->WithLabels({}));
+  ASSIGN_OR_RETURN(CounterFamily * heap_releases,
+                   r.AddCounter(Spec("conveyor_idle_heap_releases_total",
+                                     "Times the daemon, with no session for 2 s, returned its free heap "
+                                     "pages (freed frame buffers) to the OS.")));
+  ASSIGN_OR_RETURN(m.idle_heap_releases_, heap_releases->WithLabels({}));
   ASSIGN_OR_RETURN(CounterFamily * rejected,
                    r.AddCounter(Spec("conveyor_sessions_rejected_total",
                                      "Transcode sessions refused, by reason.", {"reason"})));

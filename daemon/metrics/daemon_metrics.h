@@ -71,6 +71,7 @@ class DaemonMetrics {
     return *frames_failed_[static_cast<size_t>(reason)];
   }
   Counter& SessionsStarted() const { return *sessions_started_; }
+  Counter& IdleHeapReleases() const { return *idle_heap_releases_; }
   Counter& SessionsRejected(SessionRejection reason) const {
     return *sessions_rejected_[static_cast<size_t>(reason)];
   }
@@ -102,6 +103,7 @@ class DaemonMetrics {
   GaugeFamily* device_memory_used_ = nullptr;
   std::array<Counter*, kFrameFailureCount> frames_failed_{};
   Counter* sessions_started_ = nullptr;
+  Counter* idle_heap_releases_ = nullptr;
   std::array<Counter*, kSessionRejectionCount> sessions_rejected_{};
 };
 

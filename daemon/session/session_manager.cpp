@@ -1,9 +1,12 @@
 // Session bookkeeping and the idle reaper (see session_manager.h).
 #include "session_manager.h"
 
+#include <chrono>
 #include <random>
 
 #include <spdlog/spdlog.h>
+
+#include "allocator_tuning.h"
 
 namespace conveyor {
 namespace {
@@ -64,6 +67,7 @@ StatusOr<std::shared_ptr<Session>> SessionManager::Create(const v1::JobSpec& spe
   auto session = std::make_shared<Session>(id, std::move(owner), std::move(job), options, std::move(lane),
                                            w.worker->Describe(), w.backend);
   sessions_.emplace(id, session);
+  ++created_;
   spdlog::info("session {}: started on {}{}{}", id, w.worker->Describe(), session->label().empty() ? "" : ", label ",
                session->label());
   return session;
@@ -138,7 +142,15 @@ bool SessionManager::WaitUntilIdle(double timeout_s) {
 }
 
 void SessionManager::ReapLoop() {
+  // The daemon keeps freed frame buffers on its heap while it works (allocator_tuning.h);
+  // once it has had no session for kIdleHeapReleaseS, they go back to the OS, once per
+  // idle spell. A burst after that faults its pages in again: a few milliseconds.
+  constexpr double kIdleHeapReleaseS = 2;
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point idle_since = Clock::now();
+  bool heap_released = false;
   std::unique_lock<std::mutex> lock(mu_);
+  uint64_t created_seen = created_;
   while (!stopping_) {
     const auto period = std::chrono::duration<double>(std::max(0.05, std::min(1.0, limits_.idle_timeout_s / 4)));
     changed_.wait_for(lock, period, [&] { return stopping_; });
@@ -147,7 +159,20 @@ void SessionManager::ReapLoop() {
     for (const auto& [id, s] : sessions_) {
       if (s->IdleSeconds() > idle_timeout_s) idle.push_back(s);
     }
+    const bool no_session = sessions_.empty() && created_ == created_seen;  // none now, none came and went
+    created_seen = created_;
+    metrics::DaemonMetrics* counted = metrics_ != nullptr ? metrics_->daemon : nullptr;
     lock.unlock();
+    if (!no_session || SchedulerBusy()) {
+      idle_since = Clock::now();
+      heap_released = false;
+    } else if (!heap_released &&
+               std::chrono::duration<double>(Clock::now() - idle_since).count() >= kIdleHeapReleaseS) {
+      heap_released = true;
+      spdlog::debug("no session for {} s: {}", kIdleHeapReleaseS,
+                    ReleaseFreeHeap() ? "free heap pages returned to the OS" : "no free heap pages to return");
+      if (counted != nullptr) counted->IdleHeapReleases().Inc();
+    }
     for (auto& s : idle) {
       if (s->finished()) {
         // Ended, but its client stopped reading the last responses: let the stream go.
@@ -168,6 +193,14 @@ void SessionManager::ReapLoop() {
     }
     lock.lock();
   }
+}
+
+bool SessionManager::SchedulerBusy() const {
+  for (int i = 0; i < scheduler_->num_workers(); ++i) {
+    const Scheduler::WorkerLoad load = scheduler_->Load(i);
+    if (load.lanes > 0 || load.queued > 0) return true;
+  }
+  return false;
 }
 
 void SessionManager::SetMetrics(const SessionMetricsContext* metrics) {

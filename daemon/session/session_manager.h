@@ -57,6 +57,9 @@ class SessionManager {
 
  private:
   void ReapLoop();
+  // Lanes still attached or frames still queued on any worker (a session's lane can
+  // outlive its entry here until its last frames are done).
+  bool SchedulerBusy() const;
 
   Scheduler* const scheduler_;
   mutable std::mutex mu_;
@@ -66,6 +69,7 @@ class SessionManager {
   std::map<std::string, std::shared_ptr<Session>> sessions_;
   bool draining_ = false;
   bool stopping_ = false;
+  uint64_t created_ = 0;  // sessions created so far; the reaper tells idle spells apart by it
   std::thread reaper_;
   const SessionMetricsContext* metrics_ = nullptr;
 };

@@ -69,6 +69,7 @@ std::string PopulatedScrape(Registry& r) {
   }
   for (size_t i = 0; i < kFrameFailureCount; ++i) m->FramesFailed(static_cast<FrameFailure>(i)).Inc();
   m->SessionsStarted().Inc(5);
+  m->IdleHeapReleases().Inc(2);
   m->SessionsRejected(SessionRejection::kDraining).Inc();
   return RenderText(r);
 }
@@ -102,6 +103,7 @@ TEST(DaemonMetrics, FullScrapeHasEveryFamily) {
            "conveyor_frames_failed_total{reason=\"gpu_error\"} 1\n",
            "conveyor_sessions_active 3\n",
            "conveyor_sessions_started_total 5\n",
+           "conveyor_idle_heap_releases_total 2\n",
            "conveyor_sessions_rejected_total{reason=\"draining\"} 1\n",
            "conveyor_sessions_rejected_total{reason=\"session_cap\"} 0\n",
            "conveyor_queue_depth{device=\"gpu0\"} 2\n",

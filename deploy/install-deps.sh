@@ -14,9 +14,9 @@ packages=(
 )
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(libgtest-dev libgmock-dev prometheus dpkg-dev fakeroot openssl)
-  # tests/e2e_py: the independent Python client (Debian's grpcio, not pip's), its stub generator
-  # and the standard health and reflection protos.
-  packages+=(python3-grpcio python3-protobuf protobuf-compiler-grpc grpc-proto)
+  # tests/e2e_py: the independent Python client (Debian's grpcio, not pip's; its stubs come from
+  # protobuf-compiler-grpc above) and the standard health and reflection protos.
+  packages+=(python3-grpcio python3-protobuf grpc-proto)
   # tests/fuzz: clang with libFuzzer and the sanitizer runtimes, llvm-symbolizer for traces.
   packages+=(clang-15 libclang-common-15-dev llvm-15)
 fi

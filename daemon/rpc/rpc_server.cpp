@@ -133,6 +133,21 @@ StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(const config::DaemonConfig
       rpc->endpoints_.push_back(bound.GrpcTarget());
     }
   }
+  // Shared-memory input beside the first unix socket: a client must share this host.
+  for (const config::ListenAddress& a : listen) {
+    if (a.kind != config::ListenAddress::Kind::kUnix) continue;
+    const std::string path = FrameAttachSocketPath(a.path);
+    StatusOr<std::unique_ptr<FrameAttachServer>> attach = FrameAttachServer::Start(path, manager);
+    if (!attach.ok()) {
+      spdlog::warn("shared-memory input is off: {}", attach.status().ToString());
+      break;
+    }
+    GiveSocketToGroup(path, config.socket_group);
+    chmod(path.c_str(), 0660);
+    rpc->attach_ = std::move(attach).value();
+    manager->SetSharedMemorySocket(path);
+    break;
+  }
   rpc->SetServing(true);
   return rpc;
 }
@@ -152,6 +167,7 @@ void RpcServer::Shutdown(double deadline_s) {
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::duration_cast<std::chrono::system_clock::duration>(
                                                            std::chrono::duration<double>(deadline_s)));
   server_->Wait();
+  attach_.reset();
 }
 
 }  // namespace conveyor

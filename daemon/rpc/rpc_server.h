@@ -12,6 +12,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "daemon_config.h"
+#include "frame_attach_server.h"
 #include "listen_address.h"
 #include "session_manager.h"
 #include "transcoder_service.h"
@@ -41,6 +42,7 @@ class RpcServer {
 
   TranscoderService service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<FrameAttachServer> attach_;  // beside the first unix socket
   std::vector<std::string> endpoints_;
   bool shut_down_ = false;
 };

@@ -39,7 +39,9 @@ void TranscodeReactor::OnReadDone(bool ok) {
       Close(InvalidArgument("spec: the first request must carry a JobSpec"));
       return;
     }
-    StatusOr<std::shared_ptr<Session>> created = manager_->Create(request_.spec(), caller_.owner);
+    // gRPC names a unix socket peer "unix:PATH" (or "unix-abstract:"): a client on this host.
+    const bool unix_peer = context_->peer().rfind("unix", 0) == 0;
+    StatusOr<std::shared_ptr<Session>> created = manager_->Create(request_.spec(), caller_.owner, unix_peer);
     if (!created.ok()) {
       Close(created.status());
       return;

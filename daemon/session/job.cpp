@@ -85,6 +85,11 @@ StatusOr<Job> ParseJobSpec(const v1::JobSpec& spec, const JobLimits& limits) {
         case v1::COLOR_RANGE_FULL: job.raw_range = ColorRange::kFull; break;
         default: return InvalidArgument("spec.raw.color_range: unknown value");
       }
+      if (raw.shared_memory_slots() > static_cast<uint32_t>(kMaxSharedMemorySlots)) {
+        return InvalidArgument("spec.raw.shared_memory_slots: " + std::to_string(raw.shared_memory_slots()) +
+                               " is above " + std::to_string(kMaxSharedMemorySlots));
+      }
+      job.shared_memory_slots = static_cast<int>(raw.shared_memory_slots());
       break;
     }
     default:

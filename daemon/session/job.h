@@ -21,6 +21,8 @@ struct JobLimits {
   double max_frame_rate = 240;
 };
 
+inline constexpr int kMaxSharedMemorySlots = 16;
+
 struct RequestedRendition {
   std::string name;
   int width = 0, height = 0;  // as asked; 0 means "from the source" (see the proto)
@@ -36,6 +38,7 @@ struct Job {
   int frame_rate_num = 0, frame_rate_den = 1;
   ColorMatrix raw_matrix = ColorMatrix::kBt601;
   ColorRange raw_range = ColorRange::kLimited;
+  int shared_memory_slots = 0;  // > 0: frames come through shared memory (shared_frames.h)
 
   std::vector<RequestedRendition> renditions;
   bool container_output = false;

@@ -98,6 +98,9 @@ StatusOr<bool> Session::TryPushContainerBytes(std::vector<uint8_t>& chunk) {
 
 StatusOr<bool> Session::TryPushFrameChunk(const v1::RawFrameChunk& chunk) {
   if (job_.container_input) return InvalidArgument("frame_chunk: this job's input is a container");
+  if (job_.shared_memory_slots > 0) {
+    return InvalidArgument("frame_chunk: this job's frames come through shared memory (shared_frame messages)");
+  }
   const size_t expected = job_.RawFrameBytes();
   std::lock_guard<std::mutex> lock(raw_mu_);  // raw_frames_ below is the pipeline thread's too
   const std::string frame = "frame_chunk (frame " + std::to_string(frames_in_.load() + raw_frames_.size()) + ")";
@@ -129,11 +132,81 @@ StatusOr<bool> Session::TryPushFrameChunk(const v1::RawFrameChunk& chunk) {
                              std::to_string(job_.raw_width) + "x" + std::to_string(job_.raw_height) + " " +
                              PixelFormatName(job_.raw_format) + " frame has " + std::to_string(expected));
     }
-    raw_frames_.push_back({std::move(assembling_), assembling_pts_});
+    const uint8_t* data = assembling_->data();
+    const size_t size = assembling_->size();
+    raw_frames_.push_back({data, size, std::move(assembling_), assembling_pts_});
     assembling_.reset();
     raw_cv_.notify_all();
   }
   return true;
+}
+
+static_assert(kMaxSharedMemorySlots <= 32, "shared_busy_ has a bit per slot");
+
+void Session::EnableSharedMemory(std::string attach_socket, std::string attach_key) {
+  attach_socket_ = std::move(attach_socket);
+  attach_key_ = std::move(attach_key);
+}
+
+Status Session::AttachSharedMemory(int fd) {
+  if (job_.shared_memory_slots == 0) return FailedPrecondition("this session takes no shared memory");
+  std::lock_guard<std::mutex> lock(raw_mu_);
+  if (shared_) return FailedPrecondition("this session has its shared memory already");
+  ASSIGN_OR_RETURN(shared_, SharedFrameMemory::Map(fd, job_.shared_memory_slots, job_.RawFrameBytes()));
+  spdlog::debug("session {}: shared memory attached, {} slots of {} bytes", id_, shared_->slots(),
+                shared_->slot_bytes());
+  raw_cv_.notify_all();
+  return OkStatus();
+}
+
+StatusOr<bool> Session::TryPushSharedFrame(const v1::SharedFrame& frame) {
+  if (job_.shared_memory_slots == 0) {
+    return InvalidArgument("shared_frame: this job takes frame_chunk messages (spec.raw.shared_memory_slots is 0)");
+  }
+  std::lock_guard<std::mutex> lock(raw_mu_);
+  const std::string what = "shared_frame (frame " + std::to_string(frames_in_.load() + raw_frames_.size()) + ")";
+  if (input_ended_) return InvalidArgument(what + ": after end of input");
+  if (!shared_) {
+    return FailedPrecondition(what + ": no shared memory attached yet (attach it on Started.shared_memory first)");
+  }
+  if (frame.slot() >= static_cast<uint32_t>(shared_->slots())) {
+    return InvalidArgument(what + ".slot: " + std::to_string(frame.slot()) + " is out of range (" +
+                           std::to_string(shared_->slots()) + " slots)");
+  }
+  const int slot = static_cast<int>(frame.slot());
+  const uint32_t bit = 1u << slot;
+  if ((shared_busy_.load() & bit) != 0) {
+    return InvalidArgument(what + ".slot: slot " + std::to_string(slot) +
+                           " is still in use; write to it only after its slot_released");
+  }
+  if (raw_frames_.size() >= static_cast<size_t>(options_.queue_frames)) {
+    raw_refused_ = true;
+    return false;
+  }
+  const size_t size = shared_->slot_bytes();
+  if (bytes_in_.load() + size > options_.max_input_bytes) {
+    return ResourceExhausted("input exceeds max_session_bytes (" + std::to_string(options_.max_input_bytes) + ")");
+  }
+  shared_busy_.fetch_or(bit);
+  // Dropped once the worker has copied the frame (the scheduler, after Submit) or when
+  // the frame is dropped: the slot is then the client's again. The mapping stays while
+  // any frame from it may be read.
+  std::shared_ptr<void> keepalive(nullptr, [memory = shared_, self = weak_from_this(), slot](void*) {
+    if (std::shared_ptr<Session> s = self.lock()) s->ReleaseSharedSlot(slot);
+  });
+  raw_frames_.push_back({shared_->slot(slot), size, std::move(keepalive), frame.pts()});
+  bytes_in_ += size;
+  meter_.BytesIn(size);
+  Touch();
+  raw_cv_.notify_all();
+  return true;
+}
+
+void Session::ReleaseSharedSlot(int slot) {
+  shared_busy_.fetch_and(~(1u << slot));
+  v1::TranscodeResponse r;
+  r.mutable_slot_released()->set_slot(static_cast<uint32_t>(slot));
+  Send(std::move(r));
 }
 
 void Session::EndOfInput() {
@@ -265,6 +338,13 @@ Status Session::BeginOutput(int width, int height, int rate_num, int rate_den, i
   started->set_source_height(height);
   started->set_source_codec(codec);
   started->set_rotation_degrees(rotation);
+  if (job_.shared_memory_slots > 0) {
+    v1::SharedMemoryInput* shm = started->mutable_shared_memory();
+    shm->set_attach_socket(attach_socket_);
+    shm->set_attach_key(attach_key_);
+    shm->set_slot_bytes(job_.RawFrameBytes());
+    shm->set_slots(static_cast<uint32_t>(job_.shared_memory_slots));
+  }
   Send(std::move(r));
   if (!job_.container_output) return OkStatus();
   for (size_t i = 0; i < renditions_.size(); ++i) {
@@ -394,10 +474,9 @@ Status Session::RunRaw() {
       if (sink_ != nullptr && !closed_) sink_->ResumeReading();
     }
     meter_.FrameIn();
-    ASSIGN_OR_RETURN(FrameView view, MakePackedFrameView(frame.data->data(), frame.data->size(), job_.raw_width,
-                                                         job_.raw_height, job_.raw_format, job_.raw_matrix,
-                                                         job_.raw_range));
-    RETURN_IF_ERROR(SubmitFrame(view, frame.pts, frame.data));
+    ASSIGN_OR_RETURN(FrameView view, MakePackedFrameView(frame.data, frame.size, job_.raw_width, job_.raw_height,
+                                                         job_.raw_format, job_.raw_matrix, job_.raw_range));
+    RETURN_IF_ERROR(SubmitFrame(view, frame.pts, std::move(frame.keepalive)));
   }
 }
 

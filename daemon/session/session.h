@@ -23,6 +23,7 @@
 #include "muxer.h"
 #include "scheduler.h"
 #include "session_meter.h"
+#include "shared_frames.h"
 #include "status.h"
 
 namespace conveyor {
@@ -75,7 +76,17 @@ class Session : public std::enable_shared_from_this<Session> {
   // A non-OK status ends the session (bad data), already sent to the sink.
   StatusOr<bool> TryPushContainerBytes(std::vector<uint8_t>& chunk);
   StatusOr<bool> TryPushFrameChunk(const v1::RawFrameChunk& chunk);
+  StatusOr<bool> TryPushSharedFrame(const v1::SharedFrame& frame);
   void EndOfInput();
+
+  // Shared-memory input (shared_frames.h), for a job with raw.shared_memory_slots: where
+  // the client attaches its memfd, and the key that names this session there. Set once,
+  // before Start(); Started carries them.
+  void EnableSharedMemory(std::string attach_socket, std::string attach_key);
+  const std::string& attach_key() const { return attach_key_; }
+  // The client's memfd, from the attach socket; the caller keeps and closes `fd`.
+  // FAILED_PRECONDITION when the session takes none, has one already, or `fd` is unfit.
+  Status AttachSharedMemory(int fd);
   // Stops the session: queued frames are dropped, the stream ends with `status`.
   void Cancel(Status status);
 
@@ -133,11 +144,15 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Container input.
   media::ByteQueue bytes_;
-  // Raw input: frames assembled from chunks by the reactor.
+  // Raw input: frames assembled from chunks by the reactor, or in shared-memory slots.
   struct RawFrame {
-    std::shared_ptr<std::vector<uint8_t>> data;
+    const uint8_t* data = nullptr;
+    size_t size = 0;
+    std::shared_ptr<void> keepalive;  // owns `data`; dropping it releases a shared slot
     int64_t pts = 0;
   };
+  // The frame in shared slot `slot` has been copied by the worker.
+  void ReleaseSharedSlot(int slot);
   std::mutex raw_mu_;
   std::condition_variable raw_cv_;
   std::deque<RawFrame> raw_frames_;
@@ -145,6 +160,9 @@ class Session : public std::enable_shared_from_this<Session> {
   int64_t assembling_pts_ = 0;
   bool raw_refused_ = false;
   bool input_ended_ = false;
+  std::string attach_socket_, attach_key_;       // set before Start()
+  std::shared_ptr<SharedFrameMemory> shared_;    // guarded by raw_mu_
+  std::atomic<uint32_t> shared_busy_{0};         // a bit per slot sent and not yet released
 
   std::vector<Rendition> renditions_;
   std::vector<std::unique_ptr<media::ContainerMuxer>> muxers_;

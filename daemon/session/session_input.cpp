@@ -20,6 +20,9 @@ bool SessionInput::Offer(v1::TranscodeRequest& request) {
       case v1::TranscodeRequest::kFrameChunk:
         pending_frame_ = std::move(*request.mutable_frame_chunk());
         break;
+      case v1::TranscodeRequest::kSharedFrame:
+        pending_shared_ = request.shared_frame();
+        break;
       default:
         failure = InvalidArgument("message: empty request");
         break;
@@ -62,10 +65,12 @@ bool SessionInput::Paused() const {
 }
 
 StatusOr<bool> SessionInput::PushPendingLocked() {
-  StatusOr<bool> taken = pending_frame_ ? session_->TryPushFrameChunk(*pending_frame_)
-                                        : session_->TryPushContainerBytes(pending_bytes_);
+  StatusOr<bool> taken = pending_frame_    ? session_->TryPushFrameChunk(*pending_frame_)
+                          : pending_shared_ ? session_->TryPushSharedFrame(*pending_shared_)
+                                            : session_->TryPushContainerBytes(pending_bytes_);
   if (taken.ok() && *taken) {
     pending_frame_.reset();
+    pending_shared_.reset();
     pending_bytes_.clear();
   }
   return taken;

@@ -44,6 +44,7 @@ class SessionInput {
   bool paused_ = false;
   std::vector<uint8_t> pending_bytes_;
   std::optional<v1::RawFrameChunk> pending_frame_;
+  std::optional<v1::SharedFrame> pending_shared_;
 };
 
 }  // namespace conveyor

@@ -36,12 +36,15 @@ SessionManager::~SessionManager() {
   reaper_.join();
 }
 
-StatusOr<std::shared_ptr<Session>> SessionManager::Create(const v1::JobSpec& spec, std::string owner) {
+StatusOr<std::shared_ptr<Session>> SessionManager::Create(const v1::JobSpec& spec, std::string owner,
+                                                          bool unix_peer) {
   SessionOptions options;  // one snapshot, so a reload cannot split a session's options
+  std::string shared_memory_socket;
   {
     std::lock_guard<std::mutex> lock(mu_);
     options = options_;
     options.metrics = metrics_;
+    shared_memory_socket = shared_memory_socket_;
   }
   metrics::DaemonMetrics* counted = options.metrics != nullptr ? options.metrics->daemon : nullptr;
   auto reject = [counted](metrics::SessionRejection reason, Status status) {
@@ -51,6 +54,15 @@ StatusOr<std::shared_ptr<Session>> SessionManager::Create(const v1::JobSpec& spe
   StatusOr<Job> parsed = ParseJobSpec(spec, options.limits);
   if (!parsed.ok()) return reject(metrics::SessionRejection::kInvalidSpec, parsed.status());
   Job job = std::move(parsed).value();
+  std::string attach_key;
+  if (job.shared_memory_slots > 0) {
+    if (!unix_peer || shared_memory_socket.empty()) {
+      return reject(metrics::SessionRejection::kInvalidSpec,
+                    FailedPrecondition("spec.raw.shared_memory_slots: shared-memory input needs a client on this "
+                                       "host, connected over the daemon's unix socket"));
+    }
+    ASSIGN_OR_RETURN(attach_key, NewAttachKey());
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (draining_) {
     return reject(metrics::SessionRejection::kDraining,
@@ -66,6 +78,7 @@ StatusOr<std::shared_ptr<Session>> SessionManager::Create(const v1::JobSpec& spe
   std::string id = NewSessionId();
   auto session = std::make_shared<Session>(id, std::move(owner), std::move(job), options, std::move(lane),
                                            w.worker->Describe(), w.backend);
+  if (!attach_key.empty()) session->EnableSharedMemory(shared_memory_socket, std::move(attach_key));
   sessions_.emplace(id, session);
   ++created_;
   spdlog::info("session {}: started on {}{}{}", id, w.worker->Describe(), session->label().empty() ? "" : ", label ",
@@ -193,6 +206,26 @@ void SessionManager::ReapLoop() {
     }
     lock.lock();
   }
+}
+
+void SessionManager::SetSharedMemorySocket(std::string path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  shared_memory_socket_ = std::move(path);
+}
+
+Status SessionManager::AttachSharedMemory(const std::string& key, int fd) {
+  std::shared_ptr<Session> found;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, s] : sessions_) {
+      if (!s->attach_key().empty() && SameAttachKey(s->attach_key(), key)) {
+        found = s;
+        break;
+      }
+    }
+  }
+  if (!found) return NotFound("no session has this attach key");
+  return found->AttachSharedMemory(fd);
 }
 
 bool SessionManager::SchedulerBusy() const {

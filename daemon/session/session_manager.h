@@ -30,7 +30,9 @@ class SessionManager {
   // `owner` is the caller's identity (Caller::owner), kept by the session for List and
   // Cancel. INVALID_ARGUMENT for a bad spec, RESOURCE_EXHAUSTED at the session cap,
   // UNAVAILABLE while draining.
-  StatusOr<std::shared_ptr<Session>> Create(const v1::JobSpec& spec, std::string owner);
+  // `unix_peer`: the caller came over a unix socket, so it shares this host and may use
+  // shared-memory input (FAILED_PRECONDITION otherwise, or with no attach socket).
+  StatusOr<std::shared_ptr<Session>> Create(const v1::JobSpec& spec, std::string owner, bool unix_peer = false);
   void Remove(const std::string& id);
   std::vector<std::shared_ptr<Session>> List() const;
   Status Cancel(const std::string& id);
@@ -51,6 +53,12 @@ class SessionManager {
   // Where sessions count (metrics): started and rejected sessions here, frames and bytes
   // in each session. Set once before serving; kept across SetOptions.
   void SetMetrics(const SessionMetricsContext* metrics);
+  // The socket clients hand their shared-memory frames to (rpc/frame_attach_server.h);
+  // "" (the default): none, and shared-memory input is refused. Set before serving.
+  void SetSharedMemorySocket(std::string path);
+  // The attach socket's request: `fd` for the session whose attach key is `key`. The
+  // caller keeps and closes `fd`. NOT_FOUND for an unknown key.
+  Status AttachSharedMemory(const std::string& key, int fd);
   // Waits until no session is left or the timeout passes; true when none is left.
   bool WaitUntilIdle(double timeout_s);
   Scheduler& scheduler() { return *scheduler_; }
@@ -72,6 +80,7 @@ class SessionManager {
   uint64_t created_ = 0;  // sessions created so far; the reaper tells idle spells apart by it
   std::thread reaper_;
   const SessionMetricsContext* metrics_ = nullptr;
+  std::string shared_memory_socket_;  // guarded by mu_
 };
 
 }  // namespace conveyor

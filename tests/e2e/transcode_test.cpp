@@ -15,6 +15,7 @@
 
 #include "cpu_encoder.h"
 #include "daemon_process.h"
+#include "daemon_suite.h"
 #include "synthetic_frame.h"
 #include "transcode_client.h"
 
@@ -79,24 +80,13 @@ v1::JobSpec RawSpec(v1::PixelFormat format, int w, int h) {
   return spec;
 }
 
-class TranscodeTest : public ::testing::Test {
+class TranscodeTest : public DaemonSuite {
  protected:
   static void SetUpTestSuite() {
     MakeMedia();
-    daemon_ = new DaemonProcess();
+    DaemonSuite::SetUpTestSuite();
   }
-  static void TearDownTestSuite() {
-    EXPECT_EQ(daemon_->Stop(), 0);
-    delete daemon_;
-  }
-  void SetUp() override {
-    ASSERT_TRUE(daemon_->ready()) << "conveyord did not start";
-    stub_ = v1::Transcoder::NewStub(daemon_->Channel());
-  }
-  static DaemonProcess* daemon_;
-  std::unique_ptr<v1::Transcoder::Stub> stub_;
 };
-DaemonProcess* TranscodeTest::daemon_ = nullptr;
 
 TEST_F(TranscodeTest, ContainerInputGivesOneDecodableJpegPerFrameAndRendition) {
   TranscodeCall call;

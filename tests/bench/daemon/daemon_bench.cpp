@@ -12,11 +12,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <mutex>
 #include <regex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,6 +28,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "conveyor/v1/transcoder.grpc.pb.h"
+#include "shared_frames_client.h"
 #include "test_process.h"
 
 namespace conveyor::bench {
@@ -42,6 +46,7 @@ struct Options {
   std::string raw_size;  // WxH: stream raw yuv420p frames decoded by ffmpeg (latency mode)
   std::string raw_file;  // raw: frames already decoded (a host without ffmpeg, e.g. the GPU host)
   bool lockstep = false;  // raw: one frame in flight per session (gRPC overhead)
+  int shared_memory_slots = 0;  // raw: frames through shared memory instead of messages
   int ffmpeg_threads = 0;
   std::string reference = "auto";  // auto | ffmpeg | libav | none
   std::string reference_bin;       // libav: the conveyor-bench-libav-mjpeg binary
@@ -68,7 +73,36 @@ struct SessionResult {
   uint64_t frames = 0, bytes = 0;
   double first_frame_s = 0;
   double encode_s = 0;  // the Summary's encode stage
-  std::vector<double> latencies;  // raw mode: last chunk sent -> frame received
+  std::vector<double> latencies;  // raw mode: last chunk (or SharedFrame) sent -> frame received
+  std::string failure;            // the client's side, when it gave up
+};
+
+// Shared-memory input, the client's side: Started says where to attach; SlotReleased
+// frees a slot (filled in by the reading thread, waited on by the writing one).
+struct SharedSlots {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool started = false;
+  bool ended = false;
+  v1::SharedMemoryInput info;
+  std::set<uint32_t> free;
+
+  void OnResponse(const v1::TranscodeResponse& r) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (r.has_started()) {
+      started = true;
+      info = r.started().shared_memory();
+      for (uint32_t i = 0; i < info.slots(); ++i) free.insert(i);
+    } else if (r.has_slot_released()) {
+      free.insert(r.slot_released().slot());
+    }
+    cv.notify_all();
+  }
+  void End() {
+    std::lock_guard<std::mutex> lock(mu);
+    ended = true;
+    cv.notify_all();
+  }
 };
 
 SessionResult RunSession(v1::Transcoder::Stub* stub, const Options& o, const std::vector<uint8_t>& input,
@@ -80,6 +114,7 @@ SessionResult RunSession(v1::Transcoder::Stub* stub, const Options& o, const std
   std::mutex mu;
   std::vector<Clock::time_point> sent;  // raw: when frame i's last chunk went out
   std::atomic<uint64_t> received{0};
+  SharedSlots shm;
   const auto t0 = Clock::now();
   std::thread writer([&] {
     v1::TranscodeRequest spec;
@@ -88,6 +123,7 @@ SessionResult RunSession(v1::Transcoder::Stub* stub, const Options& o, const std
       s->mutable_raw()->set_pixel_format(v1::PIXEL_FORMAT_YUV420P);
       s->mutable_raw()->set_width(raw_w);
       s->mutable_raw()->set_height(raw_h);
+      s->mutable_raw()->set_shared_memory_slots(static_cast<uint32_t>(o.shared_memory_slots));
       s->mutable_raw()->set_color_matrix(v1::COLOR_MATRIX_BT709);
     } else {
       s->mutable_container();
@@ -102,8 +138,38 @@ SessionResult RunSession(v1::Transcoder::Stub* stub, const Options& o, const std
       }
     } else {
       const size_t frames = input.size() / frame_bytes;
+      std::unique_ptr<e2e::SharedFrameSlots> memory;
+      if (o.shared_memory_slots > 0) {
+        std::unique_lock<std::mutex> lock(shm.mu);
+        shm.cv.wait(lock, [&] { return shm.started || shm.ended; });
+        if (!shm.started) return;
+        std::string error;
+        memory = e2e::SharedFrameSlots::Create(shm.info.slots(), shm.info.slot_bytes(), &error);
+        const std::string answer =
+            memory ? e2e::AttachSharedFrames(shm.info.attach_socket(), shm.info.attach_key(), memory->fd()) : error;
+        if (answer != "OK") {
+          res.failure = "attach: " + answer;
+          ctx.TryCancel();
+          return;
+        }
+      }
       for (size_t i = 0; i < frames; ++i) {
-        for (size_t off = 0; off < frame_bytes; off += 1 << 20) {
+        if (memory) {
+          uint32_t slot = 0;
+          {
+            std::unique_lock<std::mutex> lock(shm.mu);
+            shm.cv.wait(lock, [&] { return !shm.free.empty() || shm.ended; });
+            if (shm.free.empty()) return;
+            slot = *shm.free.begin();
+            shm.free.erase(shm.free.begin());
+          }
+          std::memcpy(memory->slot(slot), input.data() + i * frame_bytes, frame_bytes);
+          v1::TranscodeRequest r;
+          r.mutable_shared_frame()->set_slot(slot);
+          r.mutable_shared_frame()->set_pts(static_cast<int64_t>(i));
+          if (!stream->Write(r)) return;
+        }
+        for (size_t off = 0; !memory && off < frame_bytes; off += 1 << 20) {
           const size_t n = std::min<size_t>(1 << 20, frame_bytes - off);
           v1::TranscodeRequest r;
           r.mutable_frame_chunk()->set_pts(static_cast<int64_t>(i));
@@ -124,6 +190,7 @@ SessionResult RunSession(v1::Transcoder::Stub* stub, const Options& o, const std
   });
   v1::TranscodeResponse r;
   while (stream->Read(&r)) {
+    shm.OnResponse(r);
     if (r.has_packet()) {
       res.bytes += r.packet().data().size();
       if (!r.packet().end_of_frame()) continue;
@@ -141,6 +208,7 @@ SessionResult RunSession(v1::Transcoder::Stub* stub, const Options& o, const std
       }
     }
   }
+  shm.End();
   writer.join();
   res.status = stream->Finish();
   return res;
@@ -306,7 +374,8 @@ int Run(const Options& o) {
   std::vector<double> lat, first;
   for (const SessionResult& r : results) {
     if (!r.status.ok()) {
-      std::fprintf(stderr, "session failed: %s\n", r.status.error_message().c_str());
+      std::fprintf(stderr, "session failed: %s%s\n", r.status.error_message().c_str(),
+                   r.failure.empty() ? "" : (" (" + r.failure + ")").c_str());
       return 1;
     }
     frames += r.frames;
@@ -338,7 +407,9 @@ int Run(const Options& o) {
   }
 
   std::printf("conveyor-bench-daemon  %s, %d session(s), q%d, %s input, worker %s\n", o.input.c_str(), o.sessions,
-              o.quality, raw_w ? ("raw " + o.raw_size + (o.lockstep ? " lockstep" : "")).c_str() : "container", worker.c_str());
+              o.quality, raw_w ? ("raw " + o.raw_size + (o.lockstep ? " lockstep" : "") +
+                        (o.shared_memory_slots > 0 ? " shared-memory" : "")).c_str()
+                     : "container", worker.c_str());
   std::printf("%-34s %10s %14s %12s %12s\n", "", "frames/s", "bytes/frame", "lat p50", "lat p99");
   std::printf("%-34s %10.1f %14.0f %10.2fms %10.2fms\n", "conveyord (gRPC, end to end)", fps, our_bpf,
               Percentile(lat, 0.5) * 1e3, Percentile(lat, 0.99) * 1e3);
@@ -388,6 +459,9 @@ int main(int argc, char** argv) {
   app.add_option("--quality", o.quality, "JPEG quality");
   app.add_option("--raw", o.raw_size, "WxH: send raw yuv420p frames (ffmpeg decodes the input first)");
   app.add_flag("--lockstep", o.lockstep, "Raw: one frame in flight per session");
+  app.add_option("--shared-memory", o.shared_memory_slots,
+                 "Raw: send frames through this many shared-memory slots (RawInput.shared_memory_slots) "
+                 "instead of in messages");
   app.add_option("--raw-file", o.raw_file, "Raw: yuv420p frames of --raw WxH already decoded (no ffmpeg needed)");
   app.add_option("--ffmpeg-threads", o.ffmpeg_threads, "ffmpeg -threads (0: its default)");
   app.add_option("--reference", o.reference,

@@ -1,0 +1,85 @@
+// The client's side of shared-memory raw input (see shared_frames_client.h).
+#include "shared_frames_client.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace conveyor::e2e {
+
+std::unique_ptr<SharedFrameSlots> SharedFrameSlots::Create(uint32_t slots, size_t slot_bytes, std::string* error,
+                                                           bool seal) {
+  const size_t length = static_cast<size_t>(slots) * slot_bytes;
+  const int fd = memfd_create("conveyor-frames", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) {
+    *error = std::string("memfd_create: ") + std::strerror(errno);
+    return nullptr;
+  }
+  if (ftruncate(fd, static_cast<off_t>(length)) != 0 ||
+      (seal && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_SEAL) != 0)) {
+    *error = std::string("ftruncate or F_ADD_SEALS: ") + std::strerror(errno);
+    close(fd);
+    return nullptr;
+  }
+  void* base = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) {
+    *error = std::string("mmap: ") + std::strerror(errno);
+    close(fd);
+    return nullptr;
+  }
+  return std::unique_ptr<SharedFrameSlots>(
+      new SharedFrameSlots(fd, static_cast<uint8_t*>(base), length, slot_bytes));
+}
+
+SharedFrameSlots::~SharedFrameSlots() {
+  munmap(base_, length_);
+  close(fd_);
+}
+
+std::string AttachSharedFrames(const std::string& socket_path, const std::string& key, int fd) {
+  const int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return std::string("CLIENT socket: ") + std::strerror(errno);
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  if (socket_path.size() + 1 > sizeof(sa.sun_path)) {
+    close(s);
+    return "CLIENT socket path too long";
+  }
+  std::memcpy(sa.sun_path, socket_path.c_str(), socket_path.size() + 1);
+  if (connect(s, reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)) != 0) {
+    const std::string e = std::string("CLIENT connect ") + socket_path + ": " + std::strerror(errno);
+    close(s);
+    return e;
+  }
+  iovec io{const_cast<char*>(key.data()), key.size()};
+  msghdr msg{};
+  msg.msg_iov = &io;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  if (fd >= 0) {
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
+  }
+  if (sendmsg(s, &msg, MSG_NOSIGNAL) < 0) {
+    const std::string e = std::string("CLIENT sendmsg: ") + std::strerror(errno);
+    close(s);
+    return e;
+  }
+  std::string answer;
+  char c;
+  while (read(s, &c, 1) == 1 && c != '\n') answer.push_back(c);
+  close(s);
+  return answer;
+}
+
+}  // namespace conveyor::e2e

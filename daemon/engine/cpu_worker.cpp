@@ -1,8 +1,12 @@
 // The CPU worker: the encoder's host path behind the same interface as the GPU worker.
-// Frames are copied into a bounded ring of host slots (backpressure) and encoded one
-// at a time, each frame's bands spread over the thread pool.
+// Frames are copied into a bounded ring of host slots (backpressure), or read where they
+// are when they lie in registered memory, and encoded one at a time, each frame's bands
+// spread over the thread pool.
+#include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <thread>
+#include <utility>
 
 #include "cpu_encoder.h"
 #include "frame_queue.h"
@@ -36,13 +40,18 @@ class CpuWorker : public Worker {
     const int slot = pool_.Acquire();
     Slot& s = slots_[slot];
     const FrameView& f = request.frame;
-    s.bytes.resize(PackedFrameSize(f.format, f.width, f.height));
-    CopyToPackedLayout(f, s.bytes.data());
-    s.view = MakePackedFrameView(s.bytes.data(), s.bytes.size(), f.width, f.height, f.format, f.matrix,
-                                 f.range).value();
+    s.in_place = ranges_->Holds(f);
+    if (s.in_place) {
+      s.view = f;  // released after its encode (Run)
+    } else {
+      s.bytes.resize(PackedFrameSize(f.format, f.width, f.height));
+      CopyToPackedLayout(f, s.bytes.data());
+      s.view = MakePackedFrameView(s.bytes.data(), s.bytes.size(), f.width, f.height, f.format, f.matrix,
+                                   f.range).value();
+    }
     s.request = std::move(request);
     s.submitted = submitted;
-    if (s.request.on_input_released) s.request.on_input_released();
+    if (!s.in_place && s.request.on_input_released) s.request.on_input_released();
     in_flight_.fetch_add(1);
     queue_.Push(slot);
     return OkStatus();
@@ -50,9 +59,11 @@ class CpuWorker : public Worker {
 
   void Flush() override { pool_.WaitAllFree(); }
 
-  // The CPU worker copies every frame into its slot, so registration changes nothing.
-  StatusOr<std::unique_ptr<HostMemoryRegistration>> RegisterHostMemory(void*, size_t) override {
-    return std::make_unique<HostMemoryRegistration>();
+  // Packed frames inside [data, data + size) are encoded where they are, not copied: a
+  // 1080p yuv420p frame's copy is 3.1 MB, about 0.4 ms on the 2-core VM.
+  StatusOr<std::unique_ptr<HostMemoryRegistration>> RegisterHostMemory(void* data, size_t size) override {
+    return std::unique_ptr<HostMemoryRegistration>(
+        std::make_unique<Registration>(ranges_, static_cast<const uint8_t*>(data), size));
   }
 
   WorkerStats Stats() const override {
@@ -65,7 +76,49 @@ class CpuWorker : public Worker {
   }
 
  private:
+  // Registered ranges, shared with the registrations so that one dropped after the
+  // worker is gone still finds a live list.
+  struct Ranges {
+    std::mutex mu;
+    std::vector<std::pair<const uint8_t*, size_t>> list;
+
+    // Whether `f` is packed (as MakePackedFrameView lays it out) inside one range.
+    bool Holds(const FrameView& f) {
+      const size_t size = PackedFrameSize(f.format, f.width, f.height);
+      StatusOr<FrameView> packed = MakePackedFrameView(f.plane[0], size, f.width, f.height, f.format, f.matrix, f.range);
+      if (!packed.ok()) return false;
+      for (int p = 0; p < LayoutOf(f.format).num_planes; ++p) {
+        if (f.plane[p] != packed->plane[p] || f.stride[p] != packed->stride[p]) return false;
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      for (const auto& [base, length] : list) {
+        if (f.plane[0] >= base && f.plane[0] + size <= base + length) return true;
+      }
+      return false;
+    }
+  };
+
+  class Registration : public HostMemoryRegistration {
+   public:
+    Registration(std::shared_ptr<Ranges> ranges, const uint8_t* data, size_t size)
+        : ranges_(std::move(ranges)), range_(data, size) {
+      std::lock_guard<std::mutex> lock(ranges_->mu);
+      ranges_->list.push_back(range_);
+    }
+    ~Registration() override {
+      std::lock_guard<std::mutex> lock(ranges_->mu);
+      auto& v = ranges_->list;
+      const auto it = std::find(v.begin(), v.end(), range_);
+      if (it != v.end()) v.erase(it);
+    }
+
+   private:
+    std::shared_ptr<Ranges> ranges_;
+    std::pair<const uint8_t*, size_t> range_;
+  };
+
   struct Slot {
+    bool in_place = false;  // the view is the caller's registered memory, not `bytes`
     std::vector<uint8_t> bytes;
     FrameView view;
     FrameRequest request;
@@ -104,8 +157,13 @@ class CpuWorker : public Worker {
         result.status = status.WithContext("cpu worker, slot " + std::to_string(*slot));
       }
       result.times.done = std::chrono::steady_clock::now();
-      // The encoder read the input synchronously, so the slot is free from here on.
-      if (options_.test_on_input_free) options_.test_on_input_free(*slot, s.bytes.data(), s.bytes.size());
+      // The encoder read the input synchronously, so the slot (or the caller's memory) is
+      // free from here on.
+      if (s.in_place) {
+        if (s.request.on_input_released) s.request.on_input_released();
+      } else if (options_.test_on_input_free) {
+        options_.test_on_input_free(*slot, s.bytes.data(), s.bytes.size());
+      }
       auto on_done = std::move(s.request.on_done);
       (status.ok() ? done_ : failed_).fetch_add(1);
       result.times.handed_over = std::chrono::steady_clock::now();
@@ -116,6 +174,7 @@ class CpuWorker : public Worker {
   }
 
   const WorkerOptions options_;
+  std::shared_ptr<Ranges> ranges_ = std::make_shared<Ranges>();
   CpuJpegEncoder encoder_;
   SlotPool pool_;
   std::vector<Slot> slots_;

@@ -134,7 +134,7 @@ StatusOr<bool> Session::TryPushFrameChunk(const v1::RawFrameChunk& chunk) {
     }
     const uint8_t* data = assembling_->data();
     const size_t size = assembling_->size();
-    raw_frames_.push_back({data, size, std::move(assembling_), assembling_pts_});
+    raw_frames_.push_back({data, size, std::move(assembling_), assembling_pts_, -1});
     assembling_.reset();
     raw_cv_.notify_all();
   }
@@ -153,8 +153,10 @@ Status Session::AttachSharedMemory(int fd) {
   std::lock_guard<std::mutex> lock(raw_mu_);
   if (shared_) return FailedPrecondition("this session has its shared memory already");
   ASSIGN_OR_RETURN(shared_, SharedFrameMemory::Map(fd, job_.shared_memory_slots, job_.RawFrameBytes()));
-  spdlog::debug("session {}: shared memory attached, {} slots of {} bytes", id_, shared_->slots(),
-                shared_->slot_bytes());
+  const Status registered = shared_->RegisterWith(lane_->worker());
+  spdlog::debug("session {}: shared memory attached, {} slots of {} bytes, {}", id_, shared_->slots(),
+                shared_->slot_bytes(),
+                registered.ok() ? "read in place" : "copied (" + registered.ToString() + ")");
   raw_cv_.notify_all();
   return OkStatus();
 }
@@ -188,13 +190,9 @@ StatusOr<bool> Session::TryPushSharedFrame(const v1::SharedFrame& frame) {
     return ResourceExhausted("input exceeds max_session_bytes (" + std::to_string(options_.max_input_bytes) + ")");
   }
   shared_busy_.fetch_or(bit);
-  // Dropped once the worker has copied the frame (the scheduler, after Submit) or when
-  // the frame is dropped: the slot is then the client's again. The mapping stays while
-  // any frame from it may be read.
-  std::shared_ptr<void> keepalive(nullptr, [memory = shared_, self = weak_from_this(), slot](void*) {
-    if (std::shared_ptr<Session> s = self.lock()) s->ReleaseSharedSlot(slot);
-  });
-  raw_frames_.push_back({shared_->slot(slot), size, std::move(keepalive), frame.pts()});
+  // The slot goes back to the client when the worker releases the frame's input
+  // (RunRaw); the mapping stays while the session does.
+  raw_frames_.push_back({shared_->slot(slot), size, shared_, frame.pts(), slot});
   bytes_in_ += size;
   meter_.BytesIn(size);
   Touch();
@@ -476,11 +474,18 @@ Status Session::RunRaw() {
     meter_.FrameIn();
     ASSIGN_OR_RETURN(FrameView view, MakePackedFrameView(frame.data, frame.size, job_.raw_width, job_.raw_height,
                                                          job_.raw_format, job_.raw_matrix, job_.raw_range));
-    RETURN_IF_ERROR(SubmitFrame(view, frame.pts, std::move(frame.keepalive)));
+    std::function<void()> released;
+    if (frame.shared_slot >= 0) {
+      released = [self = weak_from_this(), slot = frame.shared_slot] {
+        if (std::shared_ptr<Session> s = self.lock()) s->ReleaseSharedSlot(slot);
+      };
+    }
+    RETURN_IF_ERROR(SubmitFrame(view, frame.pts, std::move(frame.keepalive), std::move(released)));
   }
 }
 
-Status Session::SubmitFrame(const FrameView& view, int64_t pts, std::shared_ptr<void> keepalive) {
+Status Session::SubmitFrame(const FrameView& view, int64_t pts, std::shared_ptr<void> keepalive,
+                            std::function<void()> on_input_released) {
   {
     std::unique_lock<std::mutex> lock(state_mu_);
     state_cv_.wait(lock, [&] { return cancelled_ || unsent_bytes_ < options_.output_bytes; });
@@ -497,6 +502,7 @@ Status Session::SubmitFrame(const FrameView& view, int64_t pts, std::shared_ptr<
   q.request.stream = reinterpret_cast<uintptr_t>(this);
   q.request.on_done = [self = shared_from_this(), pts](FrameResult&& r) { self->OnFrameDone(pts, std::move(r)); };
   q.keepalive = std::move(keepalive);
+  q.request.on_input_released = std::move(on_input_released);
   Status s = lane_->Submit(std::move(q));
   if (!s.ok()) {
     std::lock_guard<std::mutex> lock(state_mu_);

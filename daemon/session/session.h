@@ -11,6 +11,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -119,7 +120,8 @@ class Session : public std::enable_shared_from_this<Session> {
   Status BeginOutput(int width, int height, int rate_num, int rate_den, int tb_num, int tb_den,
                      const std::string& codec, int rotation, const AVCodecParameters* audio,
                      AVRational audio_time_base);
-  Status SubmitFrame(const FrameView& view, int64_t pts, std::shared_ptr<void> keepalive);
+  Status SubmitFrame(const FrameView& view, int64_t pts, std::shared_ptr<void> keepalive,
+                     std::function<void()> on_input_released = nullptr);
   void OnFrameDone(int64_t pts, FrameResult&& result);
   Status WaitForAllFrames();
   // After a failure: until every frame the worker took has completed (the lane's queued
@@ -148,8 +150,9 @@ class Session : public std::enable_shared_from_this<Session> {
   struct RawFrame {
     const uint8_t* data = nullptr;
     size_t size = 0;
-    std::shared_ptr<void> keepalive;  // owns `data`; dropping it releases a shared slot
+    std::shared_ptr<void> keepalive;  // owns `data`
     int64_t pts = 0;
+    int shared_slot = -1;  // shared-memory input: the slot `data` lies in
   };
   // The frame in shared slot `slot` has been copied by the worker.
   void ReleaseSharedSlot(int slot);

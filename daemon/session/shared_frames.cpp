@@ -35,7 +35,15 @@ StatusOr<std::shared_ptr<SharedFrameMemory>> SharedFrameMemory::Map(int fd, int 
       new SharedFrameMemory(static_cast<const uint8_t*>(base), length, slots, slot_bytes));
 }
 
-SharedFrameMemory::~SharedFrameMemory() { munmap(const_cast<uint8_t*>(base_), length_); }
+Status SharedFrameMemory::RegisterWith(Worker& worker) {
+  ASSIGN_OR_RETURN(registration_, worker.RegisterHostMemory(const_cast<uint8_t*>(base_), length_));
+  return OkStatus();
+}
+
+SharedFrameMemory::~SharedFrameMemory() {
+  registration_.reset();  // unregistered while still mapped
+  munmap(const_cast<uint8_t*>(base_), length_);
+}
 
 StatusOr<std::string> NewAttachKey() {
   uint8_t bytes[16];

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "status.h"
+#include "worker.h"
 
 namespace conveyor {
 
@@ -27,6 +28,13 @@ class SharedFrameMemory {
   SharedFrameMemory(const SharedFrameMemory&) = delete;
   SharedFrameMemory& operator=(const SharedFrameMemory&) = delete;
 
+  // Registers the mapping with `worker` (Worker::RegisterHostMemory), so that it reads
+  // frames where they are instead of copying them; kept until this object goes, and
+  // dropped before the unmap. A worker that cannot (a GPU runtime refusing read-only
+  // pages) leaves frames to be copied, which is slower and as correct.
+  Status RegisterWith(Worker& worker);
+  bool registered() const { return registration_ != nullptr; }
+
   int slots() const { return slots_; }
   size_t slot_bytes() const { return slot_bytes_; }
   const uint8_t* slot(int i) const { return base_ + static_cast<size_t>(i) * slot_bytes_; }
@@ -37,6 +45,7 @@ class SharedFrameMemory {
 
   const uint8_t* base_;
   size_t length_;
+  std::unique_ptr<HostMemoryRegistration> registration_;
   int slots_;
   size_t slot_bytes_;
 };

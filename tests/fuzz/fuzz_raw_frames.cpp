@@ -1,15 +1,22 @@
 // Fuzz target: a raw-input Transcode stream as the daemon's front end hands it on: the
 // first request's JobSpec to SessionManager::Create (ParseJobSpec), then each request's
 // frame chunk to Session::TryPushFrameChunk, which assembles and size-checks frames for
-// the CPU worker (scaling and encoding every rendition). A refused chunk cancels the
-// session, as the reactor does. A stream the session accepts must end OK with one JPEG
-// per frame and rendition, each decoding (libjpeg-turbo) to the rendition's size.
+// the CPU worker (scaling and encoding every rendition), or its shared frame to
+// Session::TryPushSharedFrame. A job with raw.shared_memory_slots gets a sealed memfd,
+// filled from the input's bytes, attached as the attach socket would (unless the
+// input's first byte is odd: then frames come before any attach). A refused message
+// cancels the session, as the reactor does. A stream the session accepts must end OK
+// with one JPEG per frame and rendition, each decoding (libjpeg-turbo) to the
+// rendition's size.
 //
 // Input layout: requests, each a 2-byte little-endian length and that many bytes of a
 // serialized TranscodeRequest. Frames are at most kMaxSide square.
+#include <fcntl.h>
 #include <google/protobuf/stubs/logging.h>
 #include <spdlog/spdlog.h>
+#include <sys/mman.h>
 #include <turbojpeg.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -117,7 +124,9 @@ conveyor::SessionManager& Manager() {
     so.limits.max_height = kMaxSide;
     so.queue_frames = 2;
     so.message_bytes = 4096;  // several packets per JPEG, so reassembly is exercised
-    return new conveyor::SessionManager(scheduler, so, conveyor::SessionLimits{});
+    auto* m = new conveyor::SessionManager(scheduler, so, conveyor::SessionLimits{});
+    m->SetSharedMemorySocket("/fuzz/attach.sock");  // never connected to: the fuzzer attaches directly
+    return m;
   }();
   return *manager;
 }
@@ -133,6 +142,25 @@ std::vector<TranscodeRequest> SplitRequests(const uint8_t* data, size_t size) {
     size -= 2 + n;
   }
   return out;
+}
+
+// A sealed memfd of `bytes`, filled by repeating `fill` (the fuzz input); -1 on failure.
+int FilledMemfd(size_t bytes, const uint8_t* fill, size_t fill_size) {
+  const int fd = memfd_create("fuzz-frames", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) return -1;
+  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) != 0) {
+    close(fd);
+    return -1;
+  }
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    close(fd);
+    return -1;
+  }
+  auto* out = static_cast<uint8_t*>(p);
+  for (size_t i = 0; i < bytes; ++i) out[i] = fill[i % fill_size];
+  munmap(p, bytes);
+  return fd;
 }
 
 void CheckDecodes(const std::vector<uint8_t>& jpeg, int width, int height) {
@@ -159,30 +187,42 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (requests.empty() || !requests[0].has_spec()) return 0;
   // Container input is fuzz_container_input's; here only raw frames.
   if (!requests[0].spec().has_raw()) return 0;
-  auto created = Manager().Create(requests[0].spec(), "");
+  auto created = Manager().Create(requests[0].spec(), "", /*unix_peer=*/true);
   if (!created.ok()) return 0;
   std::shared_ptr<conveyor::Session> session = *created;
   CollectingSink sink;
   session->Start(&sink);
+  const uint32_t slots = requests[0].spec().raw().shared_memory_slots();
+  if (slots > 0 && (data[0] & 1) == 0) {
+    conveyor::JobLimits limits;
+    limits.max_width = limits.max_height = kMaxSide;
+    const size_t frame = conveyor::ParseJobSpec(requests[0].spec(), limits).value().RawFrameBytes();
+    const int fd = FilledMemfd(slots * frame, data, size);
+    Check(fd >= 0);
+    Check(session->AttachSharedMemory(fd).ok());
+    close(fd);  // the session keeps its mapping
+  }
 
   // Whole frames the session took; a frame is whole at its end_of_frame chunk.
   uint64_t frames = 0;
   bool refused = false;
   for (size_t i = 1; i < requests.size() && !refused && !sink.closed(); ++i) {
-    if (!requests[i].has_frame_chunk()) {
-      session->Cancel(conveyor::InvalidArgument("not a frame chunk"));  // the reactor refuses these too
+    const bool chunk = requests[i].has_frame_chunk();
+    if (!chunk && !requests[i].has_shared_frame()) {
+      session->Cancel(conveyor::InvalidArgument("not a frame"));  // the reactor refuses these too
       refused = true;
       break;
     }
     for (;;) {
-      auto taken = session->TryPushFrameChunk(requests[i].frame_chunk());
+      auto taken = chunk ? session->TryPushFrameChunk(requests[i].frame_chunk())
+                         : session->TryPushSharedFrame(requests[i].shared_frame());
       if (!taken.ok()) {
         session->Cancel(taken.status());
         refused = true;
         break;
       }
       if (*taken) {
-        frames += requests[i].frame_chunk().end_of_frame();
+        frames += chunk ? requests[i].frame_chunk().end_of_frame() : 1;
         break;
       }
       Check(sink.WaitResumedOrClosed());

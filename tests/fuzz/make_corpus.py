@@ -91,7 +91,28 @@ def raw_streams(pb):
                 msgs.append(c)
         return b"".join(struct.pack("<H", len(m.SerializeToString())) + m.SerializeToString() for m in msgs)
 
+    def shared_stream(fmt, w, h, slots, frames):
+        """Frames through shared memory: the fuzzer attaches a memfd when the input's first
+        byte (the spec's length) is even, so the label pads the spec to an even length."""
+        req = pb.TranscodeRequest()
+        req.spec.raw.pixel_format = fmt
+        req.spec.raw.width, req.spec.raw.height = w, h
+        req.spec.raw.shared_memory_slots = slots
+        req.spec.renditions.add()
+        if len(req.SerializeToString()) % 2:
+            req.spec.client_label = "shm"
+        if len(req.SerializeToString()) % 2:
+            req.spec.client_label = "shm!"
+        msgs = [req]
+        for f in range(frames):
+            c = pb.TranscodeRequest()
+            c.shared_frame.slot = f % slots
+            c.shared_frame.pts = f
+            msgs.append(c)
+        return b"".join(struct.pack("<H", len(m.SerializeToString())) + m.SerializeToString() for m in msgs)
+
     return {
+        "shared_yuv420p_2slots": shared_stream(pb.PIXEL_FORMAT_YUV420P, 32, 16, 2, 2),
         "yuv420p_16x8": stream(pb.PIXEL_FORMAT_YUV420P, 16, 8, [{}], 2, 1),
         "nv12_odd_scaled": stream(pb.PIXEL_FORMAT_NV12, 17, 9, [{}, {"width": 8, "height": 0}], 1, 2,
                                   pb.COLOR_MATRIX_BT709),

@@ -5,6 +5,11 @@
 // shared-memory extension; passing the memfd over a unix socket with the shrink seal,
 // so that the daemon can never fault on a truncated file, is how Wayland's wl_shm
 // clients and compositors do it.
+//
+// The client keeps write access. One that writes a slot while the worker reads it (the
+// CPU worker encodes registered memory in place, the GPU worker uploads from it) only
+// garbles its own frame: every byte value is a valid sample, and nothing in a frame is
+// read once to be checked and again to be used, as a length or an index would be.
 #pragma once
 
 #include <cstddef>

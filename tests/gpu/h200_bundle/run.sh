@@ -16,3 +16,7 @@ echo "== reference check"; ./conveyor-bench-libav-mjpeg --input n1080.mp4 --q 5 
 for s in 1 4 8; do echo "== container, $s sessions"; ./conveyor-bench-daemon $D $R --input n1080.mp4 --sessions $s 2>&1 | grep -vE "^\{"; done
 for s in 1 4; do echo "== raw, $s sessions"; ./conveyor-bench-daemon $D --input n1080.mp4 --raw 1920x1080 --raw-file /tmp/n1080.yuv --sessions $s 2>&1 | grep -vE "^\{"; done
 echo "== raw lockstep"; ./conveyor-bench-daemon $D --input n1080.mp4 --raw 1920x1080 --raw-file /tmp/n1080.yuv --sessions 1 --lockstep 2>&1 | grep -vE "^\{"
+# Raw frames through shared memory (RawInput.shared_memory_slots): the GPU worker uploads
+# from the registered mapping, or copies where the runtime refuses read-only pages.
+for s in 1 4; do echo "== raw shared memory, $s sessions"; ./conveyor-bench-daemon $D --input n1080.mp4 --raw 1920x1080 --raw-file /tmp/n1080.yuv --sessions $s --shared-memory 4 2>&1 | grep -vE "^\{"; done
+echo "== raw shared memory lockstep"; ./conveyor-bench-daemon $D --input n1080.mp4 --raw 1920x1080 --raw-file /tmp/n1080.yuv --sessions 1 --lockstep --shared-memory 2 2>&1 | grep -vE "^\{"

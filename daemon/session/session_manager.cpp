@@ -24,6 +24,9 @@ std::string NewSessionId() {
 
 SessionManager::SessionManager(Scheduler* scheduler, SessionOptions options, SessionLimits limits)
     : scheduler_(scheduler), options_(options), limits_(limits) {
+  // spdlog builds its registry on first use; built here, before the reaper starts, it is
+  // never first built by the reaper and another thread at once (TSan saw that race).
+  (void)spdlog::default_logger_raw();
   reaper_ = std::thread([this] { ReapLoop(); });
 }
 

@@ -328,8 +328,8 @@ TEST(Soak, SixtyFourClientsWithCancelsStallsGarbageAndInjectedFaults) {
   // have grown to what the mix needs before the baseline is taken; the soak must then
   // not grow the daemon further. The idle daemon's released heap still differs by a few
   // MiB from one quiet spell to the next (where the mix's last long-lived small blocks
-  // happened to land pins whole pages: 60-76 MiB over the runs recorded in soak_test's
-  // history, rising by 0-8 MiB over the first rounds and levelling off), so the baseline
+  // happened to land pins whole pages: 60-86 MiB over the runs recorded in session 10's
+  // commit notes, rising by 0-8 MiB over the first rounds and levelling off), so the baseline
   // is the higher of the two warm-ups' released RSS.
   const uint64_t rss_fresh = SettledRss(daemon);
   double warmup_wall_s = 0;

@@ -1,6 +1,8 @@
 // Device node and group checks (see host_access.h).
 #include "host_access.h"
 
+#include "unique_fd.h"
+
 #include <fcntl.h>
 #include <grp.h>
 #include <unistd.h>
@@ -11,24 +13,7 @@
 
 namespace conveyor::doctor {
 
-namespace {
-
-// Owns a file descriptor.
-class UniqueFd {
- public:
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  ~UniqueFd() {
-    if (fd_ >= 0) (void)close(fd_);
-  }
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-}  // namespace
+using conveyor::UniqueFd;
 
 CheckResult CheckDeviceNode(const std::string& path, const std::string& driver, bool required) {
   CheckResult r;

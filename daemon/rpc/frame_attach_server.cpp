@@ -21,13 +21,6 @@ namespace {
 constexpr size_t kKeyBytes = 32;
 constexpr int kMaxFds = 4;  // more are closed unread; one is used
 
-// Closes the descriptors it holds.
-struct Fds {
-  std::vector<int> fds;
-  ~Fds() {
-    for (int fd : fds) close(fd);
-  }
-};
 
 void Reply(int connection, const std::string& line) {
   const std::string text = line + "\n";
@@ -53,42 +46,37 @@ StatusOr<std::unique_ptr<FrameAttachServer>> FrameAttachServer::Start(const std:
   address.kind = config::ListenAddress::Kind::kUnix;
   address.path = path;
   RETURN_IF_ERROR(config::PrepareUnixSocket(address));
-  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Internal(std::string("socket(AF_UNIX): ") + std::strerror(errno));
+  UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return Internal(std::string("socket(AF_UNIX): ") + std::strerror(errno));
   sa.sun_family = AF_UNIX;
   std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
-  if (bind(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)) != 0 || listen(fd, 16) != 0) {
-    const Status s = Unavailable("attach socket " + path + ": " + std::strerror(errno));
-    close(fd);
-    return s;
+  if (bind(fd.get(), reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)) != 0 || listen(fd.get(), 16) != 0) {
+    return Unavailable("attach socket " + path + ": " + std::strerror(errno));
   }
-  const int stop = eventfd(0, EFD_CLOEXEC);
-  if (stop < 0) {
+  UniqueFd stop(eventfd(0, EFD_CLOEXEC));
+  if (!stop.valid()) {
     const Status s = Internal(std::string("eventfd: ") + std::strerror(errno));
-    close(fd);
     unlink(path.c_str());
     return s;
   }
-  std::unique_ptr<FrameAttachServer> server(new FrameAttachServer(path, manager, fd, stop));
+  std::unique_ptr<FrameAttachServer> server(new FrameAttachServer(path, manager, std::move(fd), std::move(stop)));
   server->thread_ = std::thread([s = server.get()] { s->Loop(); });
   return server;
 }
 
-FrameAttachServer::FrameAttachServer(std::string path, SessionManager* manager, int listen_fd, int stop_fd)
-    : path_(std::move(path)), manager_(manager), listen_fd_(listen_fd), stop_fd_(stop_fd) {}
+FrameAttachServer::FrameAttachServer(std::string path, SessionManager* manager, UniqueFd listen_fd, UniqueFd stop_fd)
+    : path_(std::move(path)), manager_(manager), listen_fd_(std::move(listen_fd)), stop_fd_(std::move(stop_fd)) {}
 
 FrameAttachServer::~FrameAttachServer() {
   const uint64_t one = 1;
-  (void)write(stop_fd_, &one, sizeof(one));
+  (void)write(stop_fd_.get(), &one, sizeof(one));
   if (thread_.joinable()) thread_.join();
-  close(listen_fd_);
-  close(stop_fd_);
   unlink(path_.c_str());
 }
 
 void FrameAttachServer::Loop() {
   for (;;) {
-    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+    pollfd fds[2] = {{listen_fd_.get(), POLLIN, 0}, {stop_fd_.get(), POLLIN, 0}};
     if (poll(fds, 2, -1) < 0) {
       if (errno == EINTR) continue;
       spdlog::error("attach socket {}: poll: {}; shared-memory input stops", path_, std::strerror(errno));
@@ -96,10 +84,9 @@ void FrameAttachServer::Loop() {
     }
     if (fds[1].revents != 0) return;
     if ((fds[0].revents & POLLIN) == 0) continue;
-    const int connection = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (connection < 0) continue;  // the client gave up, or out of descriptors for now
-    Serve(connection);
-    close(connection);
+    const UniqueFd connection(accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (!connection.valid()) continue;  // the client gave up, or out of descriptors for now
+    Serve(connection.get());
   }
 }
 
@@ -110,7 +97,7 @@ void FrameAttachServer::Serve(int connection) {
   setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
   setsockopt(connection, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
   std::string key;
-  Fds received;
+  std::vector<UniqueFd> received;  // all closed on return; the session maps the first
   while (key.size() < kKeyBytes) {
     char buffer[kKeyBytes];
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)];
@@ -127,7 +114,7 @@ void FrameAttachServer::Serve(int connection) {
       for (size_t i = 0; i < count; ++i) {
         int fd;
         std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-        received.fds.push_back(fd);
+        received.emplace_back(fd);
       }
     }
     if (n <= 0) {
@@ -136,11 +123,11 @@ void FrameAttachServer::Serve(int connection) {
     }
     key.append(buffer, static_cast<size_t>(n));
   }
-  if (received.fds.empty()) {
+  if (received.empty()) {
     Reply(connection, "ERROR no memfd came with the key (send it as SCM_RIGHTS)");
     return;
   }
-  const Status s = manager_->AttachSharedMemory(key, received.fds.front());
+  const Status s = manager_->AttachSharedMemory(key, received.front().get());
   if (!s.ok()) {
     spdlog::info("attach socket: refused: {}", s.ToString());
     Reply(connection, "ERROR " + s.message());

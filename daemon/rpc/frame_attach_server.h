@@ -12,6 +12,7 @@
 
 #include "session_manager.h"
 #include "status.h"
+#include "unique_fd.h"
 
 namespace conveyor {
 
@@ -30,14 +31,14 @@ class FrameAttachServer {
   static constexpr double kConnectionTimeoutS = 2;
 
  private:
-  FrameAttachServer(std::string path, SessionManager* manager, int listen_fd, int stop_fd);
+  FrameAttachServer(std::string path, SessionManager* manager, UniqueFd listen_fd, UniqueFd stop_fd);
   void Loop();
   void Serve(int connection);
 
   const std::string path_;
   SessionManager* const manager_;
-  const int listen_fd_;
-  const int stop_fd_;  // an eventfd: written once to stop Loop()
+  const UniqueFd listen_fd_;
+  const UniqueFd stop_fd_;  // an eventfd: written once to stop Loop()
   std::thread thread_;
 };
 

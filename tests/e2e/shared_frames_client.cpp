@@ -41,6 +41,45 @@ SharedFrameSlots::~SharedFrameSlots() {
   close(fd_);
 }
 
+void SharedSlotTracker::OnResponse(const v1::TranscodeResponse& r) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (r.has_started() && r.started().has_shared_memory()) {
+    shm_ = r.started().shared_memory();
+    for (uint32_t i = 0; i < shm_->slots(); ++i) free_.insert(i);
+  }
+  if (r.has_slot_released()) {
+    free_.insert(r.slot_released().slot());
+    ++released_;
+  }
+  cv_.notify_all();
+}
+
+void SharedSlotTracker::End() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ended_ = true;
+  cv_.notify_all();
+}
+
+std::optional<v1::SharedMemoryInput> SharedSlotTracker::WaitStarted(double timeout_s) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] { return shm_.has_value() || ended_; });
+  return shm_;
+}
+
+int SharedSlotTracker::TakeFreeSlot(double timeout_s) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] { return !free_.empty() || ended_; });
+  if (free_.empty()) return -1;
+  const uint32_t slot = *free_.begin();
+  free_.erase(free_.begin());
+  return static_cast<int>(slot);
+}
+
+int SharedSlotTracker::released() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return released_;
+}
+
 std::string AttachSharedFrames(const std::string& socket_path, const std::string& key, int fd) {
   const int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s < 0) return std::string("CLIENT socket: ") + std::strerror(errno);

@@ -4,10 +4,16 @@
 // daemon's attach socket.
 #pragma once
 
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
 #include <string>
+
+#include "conveyor/v1/transcoder.pb.h"
 
 namespace conveyor::e2e {
 
@@ -32,6 +38,28 @@ class SharedFrameSlots {
   uint8_t* base_;
   size_t length_;
   size_t slot_bytes_;
+};
+
+// The client's view of its slots: Started (where to attach) and SlotReleased, fed by the
+// thread that reads responses, waited on by the one that writes frames. End() (the
+// stream is over) wakes every wait.
+class SharedSlotTracker {
+ public:
+  void OnResponse(const v1::TranscodeResponse& r);
+  void End();
+  // Started's shared_memory; none once the stream ended without it or after `timeout_s`.
+  std::optional<v1::SharedMemoryInput> WaitStarted(double timeout_s);
+  // A free slot, taken; -1 once the stream ended or after `timeout_s` without one.
+  int TakeFreeSlot(double timeout_s);
+  int released() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<v1::SharedMemoryInput> shm_;
+  std::set<uint32_t> free_;
+  int released_ = 0;
+  bool ended_ = false;
 };
 
 // Connects to `socket`, sends `key` with `fd` as SCM_RIGHTS (fd < 0: none) and returns

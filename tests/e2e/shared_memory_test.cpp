@@ -1,11 +1,8 @@
 // End-to-end: raw frames through shared memory (RawInput.shared_memory_slots) on the
 // real conveyord, with the client side written from the proto (shared_frames_client.h).
 // Output is checked against the CPU encoder's bytes, as for frames sent in messages.
-#include <condition_variable>
 #include <cstring>
-#include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -37,48 +34,6 @@ v1::JobSpec SharedSpec(uint32_t slots, int quality = 90) {
   return spec;
 }
 
-// The client's view of its slots: Started (where to attach) and the releases, from the
-// reading thread, waited for on the writing one.
-class SlotTracker {
- public:
-  void OnResponse(const v1::TranscodeResponse& r) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (r.has_started() && r.started().has_shared_memory()) {
-      shm_ = r.started().shared_memory();
-      for (uint32_t i = 0; i < shm_->slots(); ++i) free_.insert(i);
-    }
-    if (r.has_slot_released()) {
-      free_.insert(r.slot_released().slot());
-      ++released_;
-    }
-    cv_.notify_all();
-  }
-  std::optional<v1::SharedMemoryInput> WaitStarted() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, std::chrono::seconds(10), [&] { return shm_.has_value(); });
-    return shm_;
-  }
-  // A free slot, taken; -1 after 10 s without one.
-  int TakeFreeSlot() {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!cv_.wait_for(lock, std::chrono::seconds(10), [&] { return !free_.empty(); })) return -1;
-    const uint32_t slot = *free_.begin();
-    free_.erase(free_.begin());
-    return static_cast<int>(slot);
-  }
-  int released() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return released_;
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::optional<v1::SharedMemoryInput> shm_;
-  std::set<uint32_t> free_;
-  int released_ = 0;
-};
-
 bool WriteSharedFrame(TranscodeStream* s, uint32_t slot, int64_t pts) {
   v1::TranscodeRequest r;
   r.mutable_shared_frame()->set_slot(slot);
@@ -93,13 +48,13 @@ TEST_F(SharedMemoryTest, FramesInSlotsAreByteIdenticalToTheCpuEncoderAndEverySlo
   for (uint32_t i = 0; i < 12; ++i) {
     frames.push_back(testing::MakeSyntheticFrame(kWidth, kHeight, PixelFormat::kYuv420p, 300 + i, ColorMatrix::kBt709));
   }
-  SlotTracker slots;
+  SharedSlotTracker slots;
   std::string attach_answer;
   TranscodeCall call;
   call.spec = SharedSpec(3);  // fewer slots than frames: each is reused after its release
   call.on_response = [&](const v1::TranscodeResponse& r, grpc::ClientContext*) { slots.OnResponse(r); };
   call.send_input = [&](TranscodeStream* s) {
-    const std::optional<v1::SharedMemoryInput> shm = slots.WaitStarted();
+    const std::optional<v1::SharedMemoryInput> shm = slots.WaitStarted(10);
     if (!shm) return false;
     std::string error;
     std::unique_ptr<SharedFrameSlots> memory = SharedFrameSlots::Create(shm->slots(), shm->slot_bytes(), &error);
@@ -110,7 +65,7 @@ TEST_F(SharedMemoryTest, FramesInSlotsAreByteIdenticalToTheCpuEncoderAndEverySlo
     attach_answer = AttachSharedFrames(shm->attach_socket(), shm->attach_key(), memory->fd());
     if (attach_answer != "OK") return false;
     for (size_t i = 0; i < frames.size(); ++i) {
-      const int slot = slots.TakeFreeSlot();
+      const int slot = slots.TakeFreeSlot(10);
       if (slot < 0) return false;
       std::memcpy(memory->slot(slot), frames[i].bytes.data(), frames[i].bytes.size());
       if (!WriteSharedFrame(s, static_cast<uint32_t>(slot), static_cast<int64_t>(i) * 3)) return false;
@@ -142,13 +97,13 @@ TEST_F(SharedMemoryTest, FramesInSlotsAreByteIdenticalToTheCpuEncoderAndEverySlo
 // Runs a shared-memory session whose writer does `send` once Started has come.
 TranscodeOutcome RunShared(v1::Transcoder::Stub* stub, uint32_t slots,
                            const std::function<bool(TranscodeStream*, const v1::SharedMemoryInput&)>& send) {
-  SlotTracker tracker;
+  SharedSlotTracker tracker;
   TranscodeCall call;
   call.spec = SharedSpec(slots);
   call.deadline_s = 20;
   call.on_response = [&](const v1::TranscodeResponse& r, grpc::ClientContext*) { tracker.OnResponse(r); };
   call.send_input = [&](TranscodeStream* s) {
-    const std::optional<v1::SharedMemoryInput> shm = tracker.WaitStarted();
+    const std::optional<v1::SharedMemoryInput> shm = tracker.WaitStarted(10);
     return shm && send(s, *shm);
   };
   return RunTranscode(stub, call);

@@ -12,14 +12,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <mutex>
+#include <optional>
 #include <regex>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -77,33 +76,6 @@ struct SessionResult {
   std::string failure;            // the client's side, when it gave up
 };
 
-// Shared-memory input, the client's side: Started says where to attach; SlotReleased
-// frees a slot (filled in by the reading thread, waited on by the writing one).
-struct SharedSlots {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool started = false;
-  bool ended = false;
-  v1::SharedMemoryInput info;
-  std::set<uint32_t> free;
-
-  void OnResponse(const v1::TranscodeResponse& r) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (r.has_started()) {
-      started = true;
-      info = r.started().shared_memory();
-      for (uint32_t i = 0; i < info.slots(); ++i) free.insert(i);
-    } else if (r.has_slot_released()) {
-      free.insert(r.slot_released().slot());
-    }
-    cv.notify_all();
-  }
-  void End() {
-    std::lock_guard<std::mutex> lock(mu);
-    ended = true;
-    cv.notify_all();
-  }
-};
 
 SessionResult RunSession(v1::Transcoder::Stub* stub, const Options& o, const std::vector<uint8_t>& input,
                          int raw_w, int raw_h) {
@@ -114,7 +86,7 @@ SessionResult RunSession(v1::Transcoder::Stub* stub, const Options& o, const std
   std::mutex mu;
   std::vector<Clock::time_point> sent;  // raw: when frame i's last chunk went out
   std::atomic<uint64_t> received{0};
-  SharedSlots shm;
+  e2e::SharedSlotTracker shm;  // shared-memory input: Started and the released slots
   const auto t0 = Clock::now();
   std::thread writer([&] {
     v1::TranscodeRequest spec;
@@ -140,13 +112,12 @@ SessionResult RunSession(v1::Transcoder::Stub* stub, const Options& o, const std
       const size_t frames = input.size() / frame_bytes;
       std::unique_ptr<e2e::SharedFrameSlots> memory;
       if (o.shared_memory_slots > 0) {
-        std::unique_lock<std::mutex> lock(shm.mu);
-        shm.cv.wait(lock, [&] { return shm.started || shm.ended; });
-        if (!shm.started) return;
+        const std::optional<v1::SharedMemoryInput> info = shm.WaitStarted(60);
+        if (!info) return;
         std::string error;
-        memory = e2e::SharedFrameSlots::Create(shm.info.slots(), shm.info.slot_bytes(), &error);
+        memory = e2e::SharedFrameSlots::Create(info->slots(), info->slot_bytes(), &error);
         const std::string answer =
-            memory ? e2e::AttachSharedFrames(shm.info.attach_socket(), shm.info.attach_key(), memory->fd()) : error;
+            memory ? e2e::AttachSharedFrames(info->attach_socket(), info->attach_key(), memory->fd()) : error;
         if (answer != "OK") {
           res.failure = "attach: " + answer;
           ctx.TryCancel();
@@ -155,17 +126,11 @@ SessionResult RunSession(v1::Transcoder::Stub* stub, const Options& o, const std
       }
       for (size_t i = 0; i < frames; ++i) {
         if (memory) {
-          uint32_t slot = 0;
-          {
-            std::unique_lock<std::mutex> lock(shm.mu);
-            shm.cv.wait(lock, [&] { return !shm.free.empty() || shm.ended; });
-            if (shm.free.empty()) return;
-            slot = *shm.free.begin();
-            shm.free.erase(shm.free.begin());
-          }
+          const int slot = shm.TakeFreeSlot(60);
+          if (slot < 0) return;
           std::memcpy(memory->slot(slot), input.data() + i * frame_bytes, frame_bytes);
           v1::TranscodeRequest r;
-          r.mutable_shared_frame()->set_slot(slot);
+          r.mutable_shared_frame()->set_slot(static_cast<uint32_t>(slot));
           r.mutable_shared_frame()->set_pts(static_cast<int64_t>(i));
           if (!stream->Write(r)) return;
         }

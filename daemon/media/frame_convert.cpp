@@ -2,6 +2,7 @@
 // model change: YUV stays YUV, RGB stays RGB) for the rest.
 #include "frame_convert.h"
 
+#include <cstring>
 #include <string>
 
 extern "C" {
@@ -46,15 +47,27 @@ std::string FormatName(AVPixelFormat f) {
   return name != nullptr ? name : "pix_fmt " + std::to_string(static_cast<int>(f));
 }
 
+// The bits of a colour tag as an int. Decoders copy these tags from the bitstream without
+// checking them against the enum (an H.264 VUI may say matrix_coefficients 65; the fuzzer
+// found one), and loading an enum-typed field that holds no enumerator is undefined
+// behaviour, so the field is read as the int it is stored as and compared with ints.
+template <typename Enum>
+int TagBits(const Enum& field) {
+  static_assert(sizeof(Enum) == sizeof(int), "FFmpeg's colour tags are int-sized enums");
+  int bits = 0;
+  std::memcpy(&bits, &field, sizeof bits);
+  return bits;
+}
+
 }  // namespace
 
 FrameColor ColorOf(const AVFrame& frame) {
   FrameColor c;
   const auto format = static_cast<AVPixelFormat>(frame.format);
-  c.range = (IsJpegRangeFormat(format) || frame.color_range == AVCOL_RANGE_JPEG) ? ColorRange::kFull
-                                                                                 : ColorRange::kLimited;
+  c.range = (IsJpegRangeFormat(format) || TagBits(frame.color_range) == AVCOL_RANGE_JPEG) ? ColorRange::kFull
+                                                                                          : ColorRange::kLimited;
   c.matrix_signalled = true;
-  switch (frame.colorspace) {
+  switch (TagBits(frame.colorspace)) {
     case AVCOL_SPC_BT709:
     case AVCOL_SPC_SMPTE240M:  // close enough to BT.709 for the encoder's three matrices
       c.matrix = ColorMatrix::kBt709;

@@ -6,10 +6,12 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 
 #include "media_test_util.h"
 
 extern "C" {
+#include <libavutil/frame.h>
 #include <libavutil/pixdesc.h>
 }
 
@@ -27,6 +29,7 @@ using conveyor::media::ConvertPath;
 using conveyor::media::DecodedFrame;
 using conveyor::media::EncoderFormatFor;
 using conveyor::media::FrameConverter;
+using conveyor::media::ColorOf;
 using conveyor::media::PassThroughFormat;
 using media_test::DecodeFile;
 using media_test::DecodeRun;
@@ -202,6 +205,26 @@ TEST(FrameConvert, KeepsMatrixAndRange) {
     return OkStatus();
   });
   ASSERT_TRUE(run.status.ok()) << run.status.ToString();
+}
+
+// A decoder copies colour tags from the bitstream unchecked, so a frame may carry values no
+// enumerator names (the fuzzer's H.264 stream said matrix 65). They read as unsignalled and
+// limited range, and reading them is not undefined behaviour (the asan stage's UBSan checks).
+TEST(FrameConvert, ColourTagsOutsideTheirEnumsReadAsUnsignalled) {
+  AVFrame* frame = av_frame_alloc();
+  ASSERT_NE(frame, nullptr);
+  frame->width = 1920;
+  frame->height = 1080;
+  frame->format = AV_PIX_FMT_YUV420P;
+  const int matrix_bits = 65;
+  const int range_bits = 7;
+  std::memcpy(&frame->colorspace, &matrix_bits, sizeof matrix_bits);
+  std::memcpy(&frame->color_range, &range_bits, sizeof range_bits);
+  const auto color = ColorOf(*frame);
+  EXPECT_FALSE(color.matrix_signalled);
+  EXPECT_EQ(color.matrix, ColorMatrix::kBt709);  // guessed from the HD size
+  EXPECT_EQ(color.range, ColorRange::kLimited);
+  av_frame_free(&frame);
 }
 
 // Gray has no chroma: it converts to yuv420p with neutral chroma.

@@ -79,6 +79,11 @@ const Field kFields[] = {
      "conveyor.v1.Transcoder call needs the metadata \"authorization: Bearer TOKEN\"; a caller\n"
      "sees and cancels only its own sessions unless its token is admin. Health checks and\n"
      "reflection stay open. \"\": no token auth."},
+    {"server", "shared_memory_input", &DaemonConfig::shared_memory_input, nullptr,
+     "Let clients on this host send raw frames through shared memory (RawInput.shared_memory_slots):\n"
+     "the daemon serves an attach socket beside the first unix socket (NAME.frames.sock, same\n"
+     "mode and group), takes a sealed memfd from the client and maps it read-only. false: no\n"
+     "attach socket, and such sessions are refused with FAILED_PRECONDITION."},
     {"server", "metrics_listen", &DaemonConfig::metrics_listen, "--metrics-listen",
      "HOST:PORT of the HTTP endpoint for Prometheus /metrics and health probes; \"\" turns it "
      "off."},

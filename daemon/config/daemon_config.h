@@ -25,6 +25,7 @@ struct DaemonConfig {
   std::string tls_key_file;               // PEM private key of tls_cert_file
   std::string tls_client_ca_file;         // PEM CA bundle: mTLS, client certificates required
   std::string auth_token_file;            // "TOKEN [admin]" per line; "" = no token auth
+  bool shared_memory_input = true;        // raw frames in client memfds, beside the first unix socket
   std::string metrics_listen = "127.0.0.1:9464";  // HTTP /metrics and health; "" turns it off
   std::string log_level = "info";         // trace, debug, info, warn, error, off
   // [limits]

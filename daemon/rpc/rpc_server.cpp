@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -134,19 +135,24 @@ StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(const config::DaemonConfig
     }
   }
   // Shared-memory input beside the first unix socket: a client must share this host.
-  for (const config::ListenAddress& a : listen) {
-    if (a.kind != config::ListenAddress::Kind::kUnix) continue;
-    const std::string path = FrameAttachSocketPath(a.path);
+  const auto first_unix = std::find_if(listen.begin(), listen.end(), [](const config::ListenAddress& a) {
+    return a.kind == config::ListenAddress::Kind::kUnix;
+  });
+  if (!config.shared_memory_input) {
+    spdlog::info("shared-memory input is off (server.shared_memory_input = false)");
+  } else if (first_unix == listen.end()) {
+    spdlog::info("shared-memory input is off: it needs a unix listen address to sit beside");
+  } else {
+    const std::string path = FrameAttachSocketPath(first_unix->path);
     StatusOr<std::unique_ptr<FrameAttachServer>> attach = FrameAttachServer::Start(path, manager);
-    if (!attach.ok()) {
+    if (attach.ok()) {
+      GiveSocketToGroup(path, config.socket_group);
+      chmod(path.c_str(), 0660);
+      rpc->attach_ = std::move(attach).value();
+      manager->SetSharedMemorySocket(path);
+    } else {
       spdlog::warn("shared-memory input is off: {}", attach.status().ToString());
-      break;
     }
-    GiveSocketToGroup(path, config.socket_group);
-    chmod(path.c_str(), 0660);
-    rpc->attach_ = std::move(attach).value();
-    manager->SetSharedMemorySocket(path);
-    break;
   }
   rpc->SetServing(true);
   return rpc;

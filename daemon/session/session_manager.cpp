@@ -59,10 +59,16 @@ StatusOr<std::shared_ptr<Session>> SessionManager::Create(const v1::JobSpec& spe
   Job job = std::move(parsed).value();
   std::string attach_key;
   if (job.shared_memory_slots > 0) {
-    if (!unix_peer || shared_memory_socket.empty()) {
+    if (!unix_peer) {
       return reject(metrics::SessionRejection::kInvalidSpec,
                     FailedPrecondition("spec.raw.shared_memory_slots: shared-memory input needs a client on this "
                                        "host, connected over the daemon's unix socket"));
+    }
+    if (shared_memory_socket.empty()) {
+      return reject(metrics::SessionRejection::kInvalidSpec,
+                    FailedPrecondition("spec.raw.shared_memory_slots: this daemon takes no shared-memory input "
+                                       "(server.shared_memory_input is false, or it has no unix socket); "
+                                       "send frames as frame_chunk messages"));
     }
     ASSIGN_OR_RETURN(attach_key, NewAttachKey());
   }

@@ -1,7 +1,10 @@
 // End-to-end: raw frames through shared memory (RawInput.shared_memory_slots) on the
 // real conveyord, with the client side written from the proto (shared_frames_client.h).
 // Output is checked against the CPU encoder's bytes, as for frames sent in messages.
+#include <sys/stat.h>
+
 #include <cstring>
+#include <fstream>
 #include <optional>
 #include <string>
 
@@ -202,6 +205,42 @@ TEST(SharedMemoryOverTcp, IsRefusedWithFailedPrecondition) {
                                             "this host"),
             std::string::npos)
       << out.status.error_message();
+  EXPECT_EQ(daemon.Stop(), 0);
+}
+
+// An operator who wants no client memory mapped into the daemon turns the path off: no
+// attach socket is made, and a session asking for slots is told what to send instead.
+TEST(SharedMemoryTurnedOff, HasNoAttachSocketAndRefusesSessionsWithFailedPrecondition) {
+  const std::string dir = MakeTempDir();
+  std::ofstream(dir + "/conveyord.toml") << "[server]\nshared_memory_input = false\n";
+  DaemonProcess daemon({"--config", dir + "/conveyord.toml"});
+  ASSERT_TRUE(daemon.ready());
+  struct stat st {};
+  EXPECT_NE(stat((daemon.dir() + "/conveyord.frames.sock").c_str(), &st), 0) << "the attach socket exists";
+  auto stub = v1::Transcoder::NewStub(daemon.Channel());
+  TranscodeCall call;
+  call.spec = SharedSpec(2);
+  const TranscodeOutcome out = RunTranscode(stub.get(), call);
+  EXPECT_EQ(out.status.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << out.status.error_message();
+  EXPECT_NE(out.status.error_message().find("server.shared_memory_input is false"), std::string::npos)
+      << out.status.error_message();
+  // Frames in messages still work on that daemon.
+  TranscodeCall plain;
+  plain.spec = SharedSpec(0);
+  const testing::SyntheticFrame frame =
+      testing::MakeSyntheticFrame(kWidth, kHeight, PixelFormat::kYuv420p, 7, ColorMatrix::kBt709);
+  plain.send_input = [&](TranscodeStream* s) {
+    v1::TranscodeRequest r;
+    v1::RawFrameChunk* chunk = r.mutable_frame_chunk();
+    chunk->set_pts(0);
+    chunk->set_data(frame.bytes.data(), frame.bytes.size());
+    chunk->set_end_of_frame(true);
+    return s->Write(r);
+  };
+  const TranscodeOutcome ok = RunTranscode(stub.get(), plain);
+  EXPECT_TRUE(ok.status.ok()) << ok.status.error_message();
+  ASSERT_EQ(ok.frames.count(0), 1u);
+  EXPECT_EQ(ok.frames.at(0).size(), 1u);
   EXPECT_EQ(daemon.Stop(), 0);
 }
 

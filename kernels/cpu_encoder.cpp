@@ -366,8 +366,8 @@ CpuJpegEncoder::CpuJpegEncoder(int threads) : pool_(threads) {}
 
 StatusOr<std::vector<uint8_t>> CpuJpegEncoder::Encode(const FrameView& frame,
                                                       const EncodeParams& params,
-                                                      int band_rows_hint) {
-  ASSIGN_OR_RETURN(EncodePlan plan, MakeEncodePlan(frame, params, band_rows_hint));
+                                                      int band_rows_hint, int first_band_rows_hint) {
+  ASSIGN_OR_RETURN(EncodePlan plan, MakeEncodePlan(frame, params, band_rows_hint, first_band_rows_hint));
   EncodeTables tables;
   BuildEncodeTables(plan.quality, &tables);
   const SourcePlanes source = SourcePlanesOf(frame);

@@ -41,10 +41,10 @@ class CpuJpegEncoder {
 
   int threads() const { return pool_.size(); }
 
-  // Encodes a whole frame into a JFIF file. `band_rows_hint` only changes how the work
-  // is split, never the bytes.
+  // Encodes a whole frame into a JFIF file. The band hints (MakeEncodePlan) only change
+  // how the work is split, never the bytes.
   StatusOr<std::vector<uint8_t>> Encode(const FrameView& frame, const EncodeParams& params,
-                                        int band_rows_hint = 0);
+                                        int band_rows_hint = 0, int first_band_rows_hint = 0);
 
  private:
   ThreadPool pool_;

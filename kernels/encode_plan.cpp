@@ -19,7 +19,7 @@ int AutoRestartInterval(int mcus_x, int mcus_y) {
 }
 
 StatusOr<EncodePlan> MakeEncodePlan(const FrameView& frame, const EncodeParams& params,
-                                    int band_rows_hint) {
+                                    int band_rows_hint, int first_band_rows_hint) {
   RETURN_IF_ERROR(ValidateFrame(frame));
   RETURN_IF_ERROR(ValidateParams(params));
 
@@ -64,12 +64,16 @@ StatusOr<EncodePlan> MakeEncodePlan(const FrameView& frame, const EncodeParams& 
   // A band must hold a whole number of segments: its MCU count (rows * mcus_x) has to be
   // a multiple of segment_mcus, i.e. rows a multiple of segment_mcus / gcd.
   const int row_unit = p.segment_mcus / std::gcd(p.segment_mcus, p.mcus_x);
-  const int target_pixels = band_rows_hint > 0 ? band_rows_hint : kDefaultBandPixelRows;
-  const int target_rows = std::max(1, (target_pixels + p.mcu_h - 1) / p.mcu_h);
-  int rows = ((target_rows + row_unit - 1) / row_unit) * row_unit;
-  if (p.restart_interval == 0) rows = p.mcus_y;  // one segment: one band
-  p.band_mcu_rows = std::min(rows, p.mcus_y);
-  p.num_bands = (p.mcus_y + p.band_mcu_rows - 1) / p.band_mcu_rows;
+  auto band_rows = [&](int pixels) {
+    const int target_rows = std::max(1, (pixels + p.mcu_h - 1) / p.mcu_h);
+    const int rows = p.restart_interval == 0 ? p.mcus_y  // one segment: one band
+                                             : ((target_rows + row_unit - 1) / row_unit) * row_unit;
+    return std::min(rows, p.mcus_y);
+  };
+  p.band_mcu_rows = band_rows(band_rows_hint > 0 ? band_rows_hint : kDefaultBandPixelRows);
+  p.first_band_mcu_rows =
+      first_band_rows_hint > 0 ? std::min(p.band_mcu_rows, band_rows(first_band_rows_hint)) : p.band_mcu_rows;
+  p.num_bands = 1 + (p.mcus_y - p.first_band_mcu_rows + p.band_mcu_rows - 1) / p.band_mcu_rows;
 
   const uint64_t segment_blocks = static_cast<uint64_t>(p.segment_mcus) * p.blocks_per_mcu;
   // Every byte may need a stuffed zero after it.

@@ -51,7 +51,8 @@ struct EncodePlan {
   int segment_mcus;      // MCUs per entropy segment (the whole frame when no restarts)
   int num_segments;
 
-  int band_mcu_rows;
+  int band_mcu_rows;        // every band's MCU rows but the first's, and the most any band has
+  int first_band_mcu_rows;  // band 0's (<= band_mcu_rows): a small one brings the first byte sooner
   int num_bands;
 
   uint32_t segment_capacity;  // worst-case bytes of one coded segment
@@ -63,10 +64,13 @@ struct EncodePlan {
   bool chroma_direct;
 
   CONVEYOR_HD int TotalMcus() const { return mcus_x * mcus_y; }
-  CONVEYOR_HD int BandFirstMcuRow(int band) const { return band * band_mcu_rows; }
+  CONVEYOR_HD int BandFirstMcuRow(int band) const {
+    return band == 0 ? 0 : first_band_mcu_rows + (band - 1) * band_mcu_rows;
+  }
   CONVEYOR_HD int BandMcuRows(int band) const {
-    const int rest = mcus_y - band * band_mcu_rows;
-    return rest < band_mcu_rows ? rest : band_mcu_rows;
+    const int rows = band == 0 ? first_band_mcu_rows : band_mcu_rows;
+    const int rest = mcus_y - BandFirstMcuRow(band);
+    return rest < rows ? rest : rows;
   }
   CONVEYOR_HD int BandFirstMcu(int band) const { return BandFirstMcuRow(band) * mcus_x; }
   CONVEYOR_HD int BandMcus(int band) const { return BandMcuRows(band) * mcus_x; }
@@ -96,9 +100,10 @@ struct EncodePlan {
 };
 
 // Validates frame and parameters and derives the plan. `band_rows_hint` > 0 asks for
-// bands of about that many pixel rows (it changes scheduling only, never the bytes).
+// bands of about that many pixel rows, and `first_band_rows_hint` > 0 for a first band
+// of about that many, if fewer (both change scheduling only, never the bytes).
 StatusOr<EncodePlan> MakeEncodePlan(const FrameView& frame, const EncodeParams& params,
-                                    int band_rows_hint = 0);
+                                    int band_rows_hint = 0, int first_band_rows_hint = 0);
 
 // The restart interval kRestartAuto resolves to for this geometry.
 int AutoRestartInterval(int mcus_x, int mcus_y);

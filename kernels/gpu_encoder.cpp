@@ -164,8 +164,8 @@ StatusOr<std::unique_ptr<GpuJpegEncoder>> GpuJpegEncoder::Create(int device) {
 
 StatusOr<std::vector<uint8_t>> GpuJpegEncoder::Encode(const FrameView& frame,
                                                       const EncodeParams& params,
-                                                      int band_rows_hint) {
-  ASSIGN_OR_RETURN(EncodePlan plan, MakeEncodePlan(frame, params, band_rows_hint));
+                                                      int band_rows_hint, int first_band_rows_hint) {
+  ASSIGN_OR_RETURN(EncodePlan plan, MakeEncodePlan(frame, params, band_rows_hint, first_band_rows_hint));
   GPU_RETURN_IF_ERROR(hipSetDevice(impl_->device), "hipSetDevice");
   const size_t frame_bytes = PackedFrameSize(frame.format, frame.width, frame.height);
   RETURN_IF_ERROR(impl_->Reserve(plan, frame_bytes));

@@ -47,7 +47,7 @@ class GpuJpegEncoder {
   // fires. Blocks until the last band is home. Output is byte-identical to
   // CpuJpegEncoder for the same frame and parameters.
   StatusOr<std::vector<uint8_t>> Encode(const FrameView& frame, const EncodeParams& params,
-                                        int band_rows_hint = 0);
+                                        int band_rows_hint = 0, int first_band_rows_hint = 0);
 
   struct Impl;
 

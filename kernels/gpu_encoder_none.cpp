@@ -20,7 +20,7 @@ StatusOr<std::unique_ptr<GpuJpegEncoder>> GpuJpegEncoder::Create(int) {
   return Unavailable("built without GPU support (CONVEYOR_GPU=off)");
 }
 
-StatusOr<std::vector<uint8_t>> GpuJpegEncoder::Encode(const FrameView&, const EncodeParams&, int) {
+StatusOr<std::vector<uint8_t>> GpuJpegEncoder::Encode(const FrameView&, const EncodeParams&, int, int) {
   return Unavailable("built without GPU support (CONVEYOR_GPU=off)");
 }
 

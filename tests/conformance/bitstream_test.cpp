@@ -107,6 +107,12 @@ TEST(DeterminismTest, BandSplitAndThreadCountNeverChangeTheBytes) {
         auto got = all.Encode(*view, params, hint);
         ASSERT_TRUE(got.ok()) << got.status().ToString();
         EXPECT_TRUE(*got == *want) << "band_rows_hint " << hint;
+        // A first band smaller than the rest (the GPU worker's, for an early first byte).
+        for (int first : {1, 8, 24}) {
+          auto split = all.Encode(*view, params, hint, first);
+          ASSERT_TRUE(split.ok()) << split.status().ToString();
+          EXPECT_TRUE(*split == *want) << "band_rows_hint " << hint << ", first band " << first;
+        }
       }
       auto single = one.Encode(*view, params);
       ASSERT_TRUE(single.ok());

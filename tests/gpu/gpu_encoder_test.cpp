@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <utility>
 
 #include "cpu_encoder.h"
 #include "gpu_encoder.h"
@@ -42,15 +43,16 @@ class GpuEncoderTest : public ::testing::Test {
   }
 
   // Encodes on both workers and requires identical bytes.
-  void ExpectIdentical(const FrameView& frame, const EncodeParams& p, int band_hint = 0) {
+  void ExpectIdentical(const FrameView& frame, const EncodeParams& p, int band_hint = 0, int first_band_hint = 0) {
     auto cpu = cpu_->Encode(frame, p);
     ASSERT_TRUE(cpu.ok()) << cpu.status().ToString();
-    auto gpu = gpu_->Encode(frame, p, band_hint);
+    auto gpu = gpu_->Encode(frame, p, band_hint, first_band_hint);
     ASSERT_TRUE(gpu.ok()) << gpu.status().ToString();
     const std::string what = std::to_string(frame.width) + "x" + std::to_string(frame.height) +
                              " " + PixelFormatName(frame.format) + " q" + std::to_string(p.quality) +
                              " ss" + SubsamplingName(p.subsampling) + " restart " +
-                             std::to_string(p.restart_interval) + " bands " + std::to_string(band_hint);
+                             std::to_string(p.restart_interval) + " bands " + std::to_string(band_hint) +
+                             " first band " + std::to_string(first_band_hint);
     ASSERT_EQ(cpu->size(), gpu->size()) << what;
     size_t first_diff = 0;
     while (first_diff < cpu->size() && (*cpu)[first_diff] == (*gpu)[first_diff]) ++first_diff;
@@ -120,6 +122,22 @@ TEST_F(GpuEncoderTest, IdenticalForRestartIntervalsAndBandSplits) {
       p.restart_interval = restart;
       ExpectIdentical(frame.view, p, hint);
       if (HasFatalFailure()) return;
+    }
+}
+
+// A first band smaller than the others (the GPU worker's for large frames), against the
+// CPU's even bands.
+TEST_F(GpuEncoderTest, IdenticalWithASmallFirstBand) {
+  for (auto [w, h] : {std::pair{1280, 720}, std::pair{3840, 2160}, std::pair{1919, 1079}})
+    for (PixelFormat f : {PixelFormat::kYuv420p, PixelFormat::kRgb24}) {
+      const auto frame = testing::MakeSyntheticFrame(w, h, f, w ^ h);
+      for (int restart : {kRestartAuto, 0, 7})
+        for (auto [hint, first] : {std::pair{0, 16}, std::pair{368, 64}, std::pair{48, 16}}) {
+          EncodeParams p;
+          p.restart_interval = restart;
+          ExpectIdentical(frame.view, p, hint, first);
+          if (HasFatalFailure()) return;
+        }
     }
 }
 

@@ -34,26 +34,46 @@ TEST(EncodePlan, BandsCoverTheFrameOnSegmentBoundaries) {
     for (int restart : {kRestartAuto, 0, 1, 7, 16, 1000}) {
       for (Subsampling ss : {Subsampling::k420, Subsampling::k422, Subsampling::k444}) {
         for (int hint : {0, 8, 64}) {
-          EncodeParams p;
-          p.restart_interval = restart;
-          p.subsampling = ss;
-          const EncodePlan plan =
-              MakeEncodePlan(Frame(w, h, PixelFormat::kRgb24, &buf), p, hint).value();
-          int segments = 0, mcus = 0;
-          for (int b = 0; b < plan.num_bands; ++b) {
-            ASSERT_EQ(plan.BandFirstSegment(b), segments) << w << "x" << h << " r" << restart;
-            if (b + 1 < plan.num_bands) {
-              ASSERT_EQ(plan.BandMcus(b) % plan.segment_mcus, 0);
+          for (int first : {0, 1, 16}) {
+            EncodeParams p;
+            p.restart_interval = restart;
+            p.subsampling = ss;
+            const EncodePlan plan =
+                MakeEncodePlan(Frame(w, h, PixelFormat::kRgb24, &buf), p, hint, first).value();
+            int segments = 0, mcus = 0;
+            ASSERT_LE(plan.first_band_mcu_rows, plan.band_mcu_rows);
+            for (int b = 0; b < plan.num_bands; ++b) {
+              ASSERT_EQ(plan.BandFirstSegment(b), segments) << w << "x" << h << " r" << restart;
+              ASSERT_GT(plan.BandMcus(b), 0) << "band " << b << " of " << plan.num_bands;
+              ASSERT_LE(static_cast<size_t>(plan.BandMcus(b)) * plan.blocks_per_mcu, plan.BandBlocks());
+              if (b + 1 < plan.num_bands) {
+                ASSERT_EQ(plan.BandMcus(b) % plan.segment_mcus, 0);
+              }
+              segments += plan.BandSegments(b);
+              mcus += plan.BandMcus(b);
             }
-            segments += plan.BandSegments(b);
-            mcus += plan.BandMcus(b);
+            EXPECT_EQ(segments, plan.num_segments);
+            EXPECT_EQ(mcus, plan.TotalMcus());
           }
-          EXPECT_EQ(segments, plan.num_segments);
-          EXPECT_EQ(mcus, plan.TotalMcus());
         }
       }
     }
   }
+}
+
+TEST(EncodePlan, ASmallFirstBandThenEvenBands) {
+  std::vector<uint8_t> buf;
+  EncodeParams p;  // 3840x2160 4:2:0: 240 x 135 MCUs, segments of 16 (row unit 1)
+  const EncodePlan plan = MakeEncodePlan(Frame(3840, 2160, PixelFormat::kYuv420p, &buf), p, 23 * 16, 4 * 16).value();
+  EXPECT_EQ(plan.first_band_mcu_rows, 4);
+  EXPECT_EQ(plan.band_mcu_rows, 23);
+  EXPECT_EQ(plan.num_bands, 7);  // 4 + 5 x 23 + 16
+  EXPECT_EQ(plan.BandFirstMcuRow(1), 4);
+  EXPECT_EQ(plan.BandMcuRows(6), 135 - 4 - 5 * 23);
+  // A first band hint larger than the bands is the bands' size.
+  const EncodePlan even = MakeEncodePlan(Frame(3840, 2160, PixelFormat::kYuv420p, &buf), p, 23 * 16, 40 * 16).value();
+  EXPECT_EQ(even.first_band_mcu_rows, 23);
+  EXPECT_EQ(even.num_bands, 6);
 }
 
 TEST(EncodePlan, RejectsBadParameters) {

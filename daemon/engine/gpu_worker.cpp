@@ -135,7 +135,8 @@ class GpuWorker : public Worker {
     for (Subsampling sub : {Subsampling::k420, Subsampling::k422, Subsampling::k444}) {
       EncodeParams worst;
       worst.subsampling = sub;
-      ASSIGN_OR_RETURN(EncodePlan p, MakeEncodePlan(largest, worst, BandRows(largest, worst)));
+      ASSIGN_OR_RETURN(EncodePlan p,
+                       MakeEncodePlan(largest, worst, BandRows(largest, worst), FirstBandRows(largest, worst)));
       band_capacity = std::max<uint64_t>(band_capacity, p.band_capacity);
       out_capacity = std::max<uint64_t>(out_capacity, p.band_capacity * p.num_bands);
       // Room for kLaunchScratchBands bands of it a launch frame: a 1080p ladder's one wave
@@ -239,7 +240,7 @@ class GpuWorker : public Worker {
 
  private:
   // Encode lanes: each is a stream with its own scratch, and consecutive frames take
-  // turns, so the small launches of two frames can share the SMs. One upload and one
+  // turns (ChooseLane), so the small launches of two frames can share the SMs. One upload and one
   // readback stream serve both (DESIGN.md: two to four streams in all).
   struct EncodeLane {
     Stream stream;
@@ -327,6 +328,7 @@ class GpuWorker : public Worker {
     size_t scaled_bytes = 0;  // every scaled rendition of the frame, end to end
     Status status;
     int lane = 0;           // the encode lane (and delivery thread) this frame uses
+    int64_t lane_pixels = 0;  // its share of lane_pixels_[lane] until it is read back
     uint64_t timing_run = 0;  // the frame's run of timed frames; 0: not timed
     uint64_t sequence = 0;  // submission order within the request's stream, for in-order delivery
   };
@@ -342,6 +344,10 @@ class GpuWorker : public Worker {
   Status CreateStreams() {
     ASSIGN_OR_RETURN(upload_, Stream::Create(0, "upload"));
     lanes_.resize(std::max(1, options_.encode_streams));
+    if (!lane_pixels_) {
+      lane_pixels_ = std::make_unique<std::atomic<int64_t>[]>(lanes_.size());
+      for (size_t l = 0; l < lanes_.size(); ++l) lane_pixels_[l] = 0;
+    }
     for (EncodeLane& lane : lanes_) {
       ASSIGN_OR_RETURN(lane.stream, Stream::Create(HighestStreamPriority(), "encode"));
     }
@@ -412,14 +418,33 @@ class GpuWorker : public Worker {
   // (1080p 4:2:0: two of 34 MCU rows, where a fixed block count gave 28 + 28 + 12).
   int BandRows(const FrameView& f, const EncodeParams& params, bool ladder = false) const {
     if (options_.band_rows > 0) return options_.band_rows;
-    const int mcu_w = params.subsampling == Subsampling::k444 ? 8 : 16;
-    const int mcu_h = params.subsampling == Subsampling::k420 ? 16 : 8;
-    const int blocks_per_mcu = params.subsampling == Subsampling::k420 ? 6 : params.subsampling == Subsampling::k422 ? 4 : 3;
-    const int64_t mcu_rows = (f.height + mcu_h - 1) / mcu_h;
-    const int64_t blocks = (f.width + mcu_w - 1) / mcu_w * blocks_per_mcu * mcu_rows;
+    const McuRows m = McuRowsOf(f, params.subsampling);
+    const int64_t blocks = m.blocks_per_row * m.rows;
     const int64_t most = ladder ? kGpuLadderBandBlocks : kGpuBandBlocks;
     const int64_t bands = std::max<int64_t>(1, (blocks + most - 1) / most);
-    return static_cast<int>((mcu_rows + bands - 1) / bands * mcu_h);
+    return static_cast<int>((m.rows + bands - 1) / bands * m.mcu_h);
+  }
+
+  // A frame's MCU rows: how many, their height in pixels and their blocks.
+  struct McuRows {
+    int64_t rows, blocks_per_row;
+    int mcu_h;
+  };
+  static McuRows McuRowsOf(const FrameView& f, Subsampling sub) {
+    const int mcu_w = sub == Subsampling::k444 ? 8 : 16;
+    const int mcu_h = sub == Subsampling::k420 ? 16 : 8;
+    const int blocks_per_mcu = sub == Subsampling::k420 ? 6 : sub == Subsampling::k422 ? 4 : 3;
+    return {(f.height + mcu_h - 1) / mcu_h, static_cast<int64_t>((f.width + mcu_w - 1) / mcu_w) * blocks_per_mcu,
+            mcu_h};
+  }
+
+  // Pixel rows of band 0 when it is smaller than the others (first_band_blocks), else 0.
+  int FirstBandRows(const FrameView& f, const EncodeParams& params, bool ladder = false) const {
+    if (options_.first_band_blocks <= 0 || options_.band_rows > 0) return 0;
+    const int rows = BandRows(f, params, ladder);
+    if ((f.height + rows - 1) / rows < 3) return 0;
+    const McuRows m = McuRowsOf(f, params.subsampling);
+    return static_cast<int>(std::max<int64_t>(1, options_.first_band_blocks / m.blocks_per_row) * m.mcu_h);
   }
 
   // The scaled frame renditions are encoded from; grows like the band scratch.
@@ -495,8 +520,9 @@ class GpuWorker : public Worker {
         shape.plane[p] = s.input.get<uint8_t>();
         shape.stride[p] = g.row_bytes[p];
       }
-      ASSIGN_OR_RETURN(EncodePlan plan,
-                       MakeEncodePlan(shape, r.params, BandRows(shape, r.params, s.request.renditions.size() > 1)));
+      const bool ladder = s.request.renditions.size() > 1;
+      ASSIGN_OR_RETURN(EncodePlan plan, MakeEncodePlan(shape, r.params, BandRows(shape, r.params, ladder),
+                                                       FirstBandRows(shape, r.params, ladder)));
       s.out_offset.push_back(out_total);
       out_total += plan.band_capacity * plan.num_bands;
       bands_total += plan.num_bands;
@@ -691,13 +717,17 @@ class GpuWorker : public Worker {
       }
       if (options_.test_on_issue) options_.test_on_issue(static_cast<int>(group.size()));
       const SteadyTime started = std::chrono::steady_clock::now();
-      const int lane = next_lane_;
-      next_lane_ = (next_lane_ + 1) % static_cast<int>(lanes_.size());
+      int64_t pixels = 0;
+      for (const Slot* s : group) pixels += FramePixels(s->request);
+      const int lane = ChooseLane(pixels);
+      next_lane_ = (lane + 1) % static_cast<int>(lanes_.size());
+      lane_pixels_[lane] += pixels;
       const uint64_t timing_run = TimingRunFor(static_cast<int>(group.size()));
       std::vector<int> indices;
       for (Slot* s : group) {
         s->started = started;
         s->lane = lane;
+        s->lane_pixels = FramePixels(s->request);
         s->timing_run = timing_run;
         indices.push_back(s->index);
       }
@@ -714,6 +744,30 @@ class GpuWorker : public Worker {
       issue_busy_ns_ += Nanoseconds(started, std::chrono::steady_clock::now());
       delivery_queues_[lane]->Push(std::move(indices));
     }
+  }
+
+  // Pixels a frame's renditions encode: the load it puts on its encode lane.
+  static int64_t FramePixels(const FrameRequest& r) {
+    int64_t pixels = 0;
+    for (size_t i = 0; i < r.renditions.size(); ++i) {
+      pixels += static_cast<int64_t>(RenditionWidth(r, i)) * RenditionHeight(r, i);
+    }
+    return pixels;
+  }
+
+  // The next lane in turn, unless it holds more pixels not yet read back than the least
+  // loaded lane plus this group's (balance_encode_streams). Frames of one size still
+  // alternate; a light frame behind a heavy one takes the other lane instead of waiting
+  // for the heavy frame's whole encode (BENCHMARKS.md, session 10: position 2 behind
+  // each 4K frame waited 254 us for it).
+  int ChooseLane(int64_t pixels) const {
+    const int turn = next_lane_;
+    if (!options_.balance_encode_streams) return turn;
+    int least = turn;
+    for (int l = 0; l < static_cast<int>(lanes_.size()); ++l) {
+      if (lane_pixels_[l].load() < lane_pixels_[least].load()) least = l;
+    }
+    return lane_pixels_[turn].load() > lane_pixels_[least].load() + pixels ? least : turn;
   }
 
   // Reads a group's frames back band by band, band k of every frame before band k+1 of
@@ -968,6 +1022,7 @@ class GpuWorker : public Worker {
         // The slot is free: its upload, kernels and copies have completed (or Recover()
         // waited for them), and the result holds its bytes (lent from the ring or
         // copied). Frames behind it enter the pipeline while this one waits its turn.
+        lane_pixels_[s.lane] -= s.lane_pixels;
         pool_.Release(s.index);
         HandOver(std::move(f));
       }
@@ -1024,6 +1079,8 @@ class GpuWorker : public Worker {
   Stream upload_, readback_;
   std::vector<EncodeLane> lanes_;
   int next_lane_ = 0;  // issue thread only
+  // Per lane: pixels of the frames issued to it and not yet read back (ChooseLane).
+  std::unique_ptr<std::atomic<int64_t>[]> lane_pixels_;
   // Runs of timed frames (TimingRunFor), issue thread only.
   uint64_t timing_runs_ = 0;
   int run_frames_left_ = 0;

@@ -111,6 +111,17 @@ struct WorkerOptions {
   // GPU: encode streams that consecutive frames take turns on, so that two frames'
   // small launches can run side by side (each stream has its own scratch).
   int encode_streams = 2;
+  // GPU: a frame takes the next encode stream in turn, unless that stream holds more
+  // pixels not yet read back than another one does plus this frame: then it takes the
+  // other, so the light frames behind a heavy one do not queue behind its encode
+  // (BENCHMARKS.md, session 11: the stall scenario's p99 first byte -33 % -> -49 %
+  // against progress events off, frames/s unchanged).
+  bool balance_encode_streams = true;
+  // GPU: blocks in the first band of a frame of three or more bands (4K and up; 0: as
+  // many as in the others). Its first byte waits for the upload and band 0 only, so a
+  // small band 0 brings it sooner (8192 blocks: a 4K frame's 390 -> 337 us), but the
+  // extra launch cost 4K 1.5-3.5 % of its frames/s on the H200, so it is off.
+  int first_band_blocks = 0;
   // GPU: threads that read each encode stream's frames back, in turns; the worker hands
   // frames over in order whichever thread finishes them.
   int delivery_threads_per_stream = 1;

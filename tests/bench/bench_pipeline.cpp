@@ -322,6 +322,9 @@ Status Run(const PipelineBenchOptions& o) {
   wo.band_rows = o.band_rows;
   wo.encode_streams = o.encode_streams;
   wo.delivery_threads_per_stream = o.delivery_threads;
+  if (o.first_band_blocks >= 0) wo.first_band_blocks = o.first_band_blocks;
+  if (o.balance_lanes != "on" && o.balance_lanes != "off") return InvalidArgument("--balance-lanes must be on or off");
+  wo.balance_encode_streams = o.balance_lanes == "on";
   wo.readback_ring_bytes = static_cast<size_t>(o.readback_ring_mib) << 20;
   wo.max_launch_frames = o.launch_frames;
   if (o.stage_timing == "runs") {
@@ -389,10 +392,13 @@ Status Run(const PipelineBenchOptions& o) {
     ASSIGN_OR_RETURN(duplex_fps, MeasureDuplexBoundFps(0, frame_bytes, static_cast<size_t>(duplex_output), 2000));
   }
 
-  std::printf("\nconveyor-bench pipeline  %dx%d %s q%d %s, %d frames, %d slots, %d encode streams, "
-              "%d delivery threads each, %d frames a launch at most, band rows %s, worker %s (%s)\n",
+  std::printf("\nconveyor-bench pipeline  %dx%d %s q%d %s, %d frames, %d slots, %d encode streams (%s), "
+              "%d delivery threads each, %d frames a launch at most, band rows %s, first band %d blocks, "
+              "worker %s (%s)\n",
               first.width, first.height, PixelFormatName(first.format), o.quality, o.subsampling.c_str(), o.frames,
-              o.slots, o.encode_streams, o.delivery_threads, o.launch_frames, o.band_rows > 0 ? std::to_string(o.band_rows).c_str() : "auto", worker.c_str(), device.c_str());
+              o.slots, o.encode_streams, wo.balance_encode_streams ? "balanced" : "in turn", o.delivery_threads,
+              o.launch_frames, o.band_rows > 0 ? std::to_string(o.band_rows).c_str() : "auto", wo.first_band_blocks,
+              worker.c_str(), device.c_str());
   if (!ladder.empty()) std::printf("renditions per frame: %s\n", o.renditions.c_str());
   if (worker == "gpu") std::printf("input frames: %s\n", o.input_memory == "registered"
                                                           ? "registered caller memory, uploaded in place"
@@ -506,6 +512,13 @@ void AddPipelineCommand(CLI::App& app, PipelineBenchOptions* o, int* exit_code) 
   cmd->add_option("--encode-streams", o->encode_streams, "GPU encode streams frames take turns on")
       ->capture_default_str();
   cmd->add_option("--delivery-threads", o->delivery_threads, "GPU readback threads per encode stream")
+      ->capture_default_str();
+  cmd->add_option("--first-band-blocks", o->first_band_blocks,
+                  "GPU: blocks in band 0 of frames of three or more bands (0: as in the others; -1: the worker's "
+                  "default)")
+      ->capture_default_str();
+  cmd->add_option("--balance-lanes", o->balance_lanes,
+                  "GPU: on: a frame skips an encode stream loaded with more than another's plus it; off: plain turns")
       ->capture_default_str();
   cmd->add_option("--readback-ring-mib", o->readback_ring_mib,
                   "GPU pinned readback ring results lend from (0: copy every band into the result)")

@@ -24,6 +24,8 @@ struct PipelineBenchOptions {
   int band_rows = 0;            // 0: the worker's default
   int encode_streams = 2;
   int delivery_threads = 1;     // per encode stream
+  int first_band_blocks = -1;   // -1: the worker's default; 0: band 0 as large as the others
+  std::string balance_lanes = "on";  // or "off": frames take the encode streams in plain turn
   int readback_ring_mib = 64;   // the GPU worker's pinned readback ring (0: none)
   int launch_frames = 1;        // most frames of one shape a GPU launch carries
   int stall_every = 0;          // every Nth frame is heavy (0: no stall scenario)

@@ -219,6 +219,36 @@ TEST_P(WorkerTest, ProgressEventsOffGivesTheSameBytes) {
   ExpectMatchesCpuEncoder(cases, got);
 }
 
+// The stall scenario's shape: a 4K q100 frame among light 1080p ones. With a small
+// first band on the large frames and the lanes balanced (light frames skip the heavy
+// frame's lane), and with both off, every frame's bytes are the CPU encoder's and the
+// frames come in submission order.
+TEST_P(WorkerTest, ASmallFirstBandAndBalancedLanesGiveTheSameBytes) {
+  std::vector<Case> cases;
+  for (int i = 0; i < 16; ++i) {
+    Case c;
+    const bool heavy = i % 4 == 3;
+    c.frame = heavy ? testing::MakeSyntheticFrame(3840, 2160, PixelFormat::kYuv420p, 7 + i)
+                    : testing::MakeSyntheticFrame(1920, 1080, PixelFormat::kYuv420p, 7 + i);
+    c.params.quality = heavy ? 100 : 85;
+    c.params.subsampling = i % 8 == 7 ? Subsampling::k422 : Subsampling::k420;
+    cases.push_back(std::move(c));
+  }
+  for (const bool on : {true, false}) {
+    SCOPED_TRACE(on ? "first band 2048 blocks, balanced lanes" : "even bands, lanes in turn");
+    WorkerOptions options;
+    options.first_band_blocks = on ? 2048 : 0;
+    options.balance_encode_streams = on;
+    MAKE_OR_SKIP(worker, options);
+    Collector got;
+    SubmitAll(*worker, cases, got);
+    if (HasFatalFailure()) return;
+    ASSERT_EQ(got.order.size(), cases.size());
+    for (size_t i = 0; i < got.order.size(); ++i) EXPECT_EQ(got.order[i], i);
+    ExpectMatchesCpuEncoder(cases, got);
+  }
+}
+
 TEST_P(WorkerTest, BandReadbackStartsOnlyAfterItsBandIsDone) {
   if (GetParam() == "cpu") GTEST_SKIP() << "the CPU worker has no separate readback";
   WorkerOptions options;

@@ -93,6 +93,7 @@ class GpuWorker : public Worker {
         pool_(options.slots),
         in_flight_(kInFlightPerSlot * options.slots),
         slots_(options.slots),
+        lane_pixels_(std::make_unique<std::atomic<int64_t>[]>(std::max(1, options.encode_streams))),
         heartbeats_(1 + std::max(1, options.encode_streams) * std::max(1, options.delivery_threads_per_stream)) {}
 
   ~GpuWorker() override {
@@ -240,8 +241,8 @@ class GpuWorker : public Worker {
 
  private:
   // Encode lanes: each is a stream with its own scratch, and consecutive frames take
-  // turns (ChooseLane), so the small launches of two frames can share the SMs. One upload and one
-  // readback stream serve both (DESIGN.md: two to four streams in all).
+  // turns (ChooseLane), so the small launches of two frames can share the SMs. One
+  // upload and one readback stream serve both (DESIGN.md: two to four streams in all).
   struct EncodeLane {
     Stream stream;
     BandScratch scratch;
@@ -344,10 +345,6 @@ class GpuWorker : public Worker {
   Status CreateStreams() {
     ASSIGN_OR_RETURN(upload_, Stream::Create(0, "upload"));
     lanes_.resize(std::max(1, options_.encode_streams));
-    if (!lane_pixels_) {
-      lane_pixels_ = std::make_unique<std::atomic<int64_t>[]>(lanes_.size());
-      for (size_t l = 0; l < lanes_.size(); ++l) lane_pixels_[l] = 0;
-    }
     for (EncodeLane& lane : lanes_) {
       ASSIGN_OR_RETURN(lane.stream, Stream::Create(HighestStreamPriority(), "encode"));
     }
@@ -718,7 +715,7 @@ class GpuWorker : public Worker {
       if (options_.test_on_issue) options_.test_on_issue(static_cast<int>(group.size()));
       const SteadyTime started = std::chrono::steady_clock::now();
       int64_t pixels = 0;
-      for (const Slot* s : group) pixels += FramePixels(s->request);
+      for (Slot* s : group) pixels += s->lane_pixels = FramePixels(s->request);
       const int lane = ChooseLane(pixels);
       next_lane_ = (lane + 1) % static_cast<int>(lanes_.size());
       lane_pixels_[lane] += pixels;
@@ -727,7 +724,6 @@ class GpuWorker : public Worker {
       for (Slot* s : group) {
         s->started = started;
         s->lane = lane;
-        s->lane_pixels = FramePixels(s->request);
         s->timing_run = timing_run;
         indices.push_back(s->index);
       }
@@ -1079,8 +1075,6 @@ class GpuWorker : public Worker {
   Stream upload_, readback_;
   std::vector<EncodeLane> lanes_;
   int next_lane_ = 0;  // issue thread only
-  // Per lane: pixels of the frames issued to it and not yet read back (ChooseLane).
-  std::unique_ptr<std::atomic<int64_t>[]> lane_pixels_;
   // Runs of timed frames (TimingRunFor), issue thread only.
   uint64_t timing_runs_ = 0;
   int run_frames_left_ = 0;
@@ -1089,6 +1083,9 @@ class GpuWorker : public Worker {
   SlotPool pool_;
   InFlightLimit in_flight_;  // frames from Submit() to hand-over
   std::vector<Slot> slots_;
+  // Per lane: pixels of the frames issued to it and not yet read back (ChooseLane);
+  // value-initialised to zero.
+  std::unique_ptr<std::atomic<int64_t>[]> lane_pixels_;
   std::map<int, TablesEntry> tables_;  // issue thread only
 
   FrameQueue<int> issue_queue_;

@@ -20,6 +20,16 @@ void TuneAllocatorForFrames() {
 #endif
 }
 
+HeapUsage HeapUsageNow() {
+  HeapUsage u;
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
+  const struct mallinfo2 m = mallinfo2();
+  u.in_use_bytes = static_cast<double>(m.uordblks + m.hblkhd);
+  u.free_bytes = static_cast<double>(m.fordblks);
+#endif
+  return u;
+}
+
 bool ReleaseFreeHeap() {
 #if defined(__GLIBC__)
   return malloc_trim(0) == 1;

@@ -17,4 +17,13 @@ void TuneAllocatorForFrames();
 // Returns false where nothing was released or the allocator has no such call.
 bool ReleaseFreeHeap();
 
+// The heap as the allocator counts it (glibc: mallinfo2): bytes handed out and not yet
+// freed, and free bytes it still holds. In-use bytes grow with a leak; RSS also counts
+// pages that a few live blocks pin among free ones, so the two tell a leak from
+// fragmentation. Zero where the allocator has no such call.
+struct HeapUsage {
+  double in_use_bytes = 0, free_bytes = 0;
+};
+HeapUsage HeapUsageNow();
+
 }  // namespace conveyor

@@ -100,6 +100,14 @@ StatusOr<DaemonMetrics> DaemonMetrics::Create(Registry& r, const BuildInfo& buil
                                      "Times the daemon, with no session for 2 s, returned its free heap "
                                      "pages (freed frame buffers) to the OS.")));
   ASSIGN_OR_RETURN(m.idle_heap_releases_, heap_releases->WithLabels({}));
+  ASSIGN_OR_RETURN(m.heap_in_use_,
+                   r.AddCallbackGauge(Spec("conveyor_heap_in_use_bytes",
+                                           "Bytes of the daemon's malloc heap handed out and not yet freed. "
+                                           "A leak grows it; resident memory also counts pages that a few "
+                                           "live blocks pin among free ones.")));
+  ASSIGN_OR_RETURN(m.heap_free_,
+                   r.AddCallbackGauge(Spec("conveyor_heap_free_bytes",
+                                           "Free bytes the daemon's malloc heap holds (resident or not).")));
   ASSIGN_OR_RETURN(CounterFamily * rejected,
                    r.AddCounter(Spec("conveyor_sessions_rejected_total",
                                      "Transcode sessions refused, by reason.", {"reason"})));
@@ -174,6 +182,14 @@ StatusOr<Counter*> DaemonMetrics::FramesOut(const std::string& device, const std
 
 StatusOr<ScopedCallback> DaemonMetrics::BindSessionsActive(std::function<double()> fn) {
   return sessions_active_->Bind({}, std::move(fn));
+}
+
+StatusOr<ScopedCallback> DaemonMetrics::BindHeapInUse(std::function<double()> fn) {
+  return heap_in_use_->Bind({}, std::move(fn));
+}
+
+StatusOr<ScopedCallback> DaemonMetrics::BindHeapFree(std::function<double()> fn) {
+  return heap_free_->Bind({}, std::move(fn));
 }
 
 StatusOr<ScopedCallback> DaemonMetrics::BindQueueDepth(const std::string& device, std::function<double()> fn) {

@@ -79,6 +79,9 @@ class DaemonMetrics {
   // Scrape-time gauges. Keep the returned bindings alive exactly as long as what the
   // functions read (the session manager, the scheduler).
   StatusOr<ScopedCallback> BindSessionsActive(std::function<double()> fn);
+  // The process's malloc heap: bytes in use, and free bytes it holds.
+  StatusOr<ScopedCallback> BindHeapInUse(std::function<double()> fn);
+  StatusOr<ScopedCallback> BindHeapFree(std::function<double()> fn);
   // `fn`: frames waiting for the device's worker.
   StatusOr<ScopedCallback> BindQueueDepth(const std::string& device, std::function<double()> fn);
 
@@ -97,6 +100,8 @@ class DaemonMetrics {
   HistogramFamily* stage_duration_ = nullptr;
   HistogramFamily* frame_latency_ = nullptr;
   CallbackGaugeFamily* sessions_active_ = nullptr;
+  CallbackGaugeFamily* heap_in_use_ = nullptr;
+  CallbackGaugeFamily* heap_free_ = nullptr;
   CallbackGaugeFamily* queue_depth_ = nullptr;
   GaugeFamily* pinned_allocated_ = nullptr;
   GaugeFamily* pinned_in_use_ = nullptr;

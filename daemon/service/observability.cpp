@@ -3,6 +3,8 @@
 
 #include <chrono>
 
+#include "allocator_tuning.h"
+
 namespace conveyor {
 
 std::string Observability::DeviceLabel(const WorkerSlot& w) {
@@ -28,6 +30,11 @@ StatusOr<std::unique_ptr<Observability>> Observability::Create(Scheduler* schedu
     o->bindings_.push_back(std::move(queued));
     o->restarts_seen_.push_back(0);
   }
+  ASSIGN_OR_RETURN(metrics::ScopedCallback in_use,
+                   o->daemon_->BindHeapInUse([] { return HeapUsageNow().in_use_bytes; }));
+  o->bindings_.push_back(std::move(in_use));
+  ASSIGN_OR_RETURN(metrics::ScopedCallback free, o->daemon_->BindHeapFree([] { return HeapUsageNow().free_bytes; }));
+  o->bindings_.push_back(std::move(free));
   o->updater_ = std::thread([p = o.get()] { p->UpdateLoop(); });
   return o;
 }

@@ -49,6 +49,8 @@ std::string PopulatedScrape(Registry& r) {
   if (!m.ok()) return "create: " + m.status().ToString();
   std::vector<ScopedCallback> keep;
   ScopedCallback sessions = std::move(m->BindSessionsActive([] { return 3.0; }).value());
+  ScopedCallback heap_in_use = std::move(m->BindHeapInUse([] { return 12582912.0; }).value());
+  ScopedCallback heap_free = std::move(m->BindHeapFree([] { return 4194304.0; }).value());
   for (const char* device : {"cpu", "gpu0"}) {
     DeviceMetrics d = m->ForDevice(device).value();
     d.frames_in->Inc(10);
@@ -104,6 +106,8 @@ TEST(DaemonMetrics, FullScrapeHasEveryFamily) {
            "conveyor_sessions_active 3\n",
            "conveyor_sessions_started_total 5\n",
            "conveyor_idle_heap_releases_total 2\n",
+           "conveyor_heap_in_use_bytes 12582912\n",
+           "conveyor_heap_free_bytes 4194304\n",
            "conveyor_sessions_rejected_total{reason=\"draining\"} 1\n",
            "conveyor_sessions_rejected_total{reason=\"session_cap\"} 0\n",
            "conveyor_queue_depth{device=\"gpu0\"} 2\n",

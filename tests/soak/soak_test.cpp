@@ -424,6 +424,13 @@ TEST(Soak, SixtyFourClientsWithCancelsStallsGarbageAndInjectedFaults) {
               "after the soak (%+.1f %%)\n",
               rss_fresh / 1048576.0, rss_warmups.front() / 1048576.0, rss_warmups.back() / 1048576.0,
               rss_after / 1048576.0, 100.0 * (double(rss_after) / rss_before - 1));
+  // The allocator's own count, beside RSS: in-use bytes grow with a leak, while RSS also
+  // moves with the pages a few live blocks pin among free ones.
+  std::printf("  heap          in use %.1f MiB after the warm-ups, %.1f MiB after the soak; free %.1f / %.1f MiB\n",
+              metric(*metrics_before, "conveyor_heap_in_use_bytes") / 1048576.0,
+              metric(*metrics_after, "conveyor_heap_in_use_bytes") / 1048576.0,
+              metric(*metrics_before, "conveyor_heap_free_bytes") / 1048576.0,
+              metric(*metrics_after, "conveyor_heap_free_bytes") / 1048576.0);
   if (rss_rounds.size() > 1) {
     std::printf("  RSS by round ");
     for (uint64_t v : rss_rounds) std::printf(" %.1f", v / 1048576.0);

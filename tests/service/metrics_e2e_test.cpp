@@ -90,6 +90,9 @@ TEST(DaemonMetrics, LiveExpositionPassesPromtoolAndCountsRejections) {
   ASSERT_TRUE(daemon.ready()) << "conveyord did not start";
   auto stub = v1::Transcoder::NewStub(daemon.Channel());
   ASSERT_EQ(Transcode(stub.get(), 3), 3u);
+  // The client has its summary a moment before the daemon lets the session go; under
+  // load the held session below met the cap of one (RESOURCE_EXHAUSTED) otherwise.
+  ASSERT_TRUE(WaitForActiveSessions(stub.get(), 0, 10));
   {
     HeldSession held(stub.get(), 64, 48);  // takes the only session
     ASSERT_TRUE(WaitForActiveSessions(stub.get(), 1, 10));

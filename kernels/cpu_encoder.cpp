@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "cpu_dct_x86.h"
 #include "cpu_huffman.h"
 #include "jfif_writer.h"
 #include "stage_dct.h"
@@ -31,6 +32,7 @@ typedef int32_t Lanes8 __attribute__((vector_size(32)));
 struct HostBandScratch {
   std::vector<uint8_t> planes[3];
   std::vector<int16_t> levels;
+  std::vector<uint64_t> nonzero;  // a block's nonzero AC levels, from the SIMD DCT stages
   std::vector<uint8_t> segment;
 };
 
@@ -295,7 +297,7 @@ inline void FdctQuantizeBlock(const uint8_t* src, int stride, const QuantTable& 
   }
 }
 
-CONVEYOR_HOST_CLONES void DctStage(const EncodePlan p, const EncodeTables& t, int band,
+CONVEYOR_HOST_CLONES void PortableDctStage(const EncodePlan p, const EncodeTables& t, int band,
                                     const uint8_t* const planes[3], int16_t* levels) {
   // Walks MCUs in scan order with nested loops: no division per block.
   int16_t* out = levels;
@@ -313,16 +315,72 @@ CONVEYOR_HOST_CLONES void DctStage(const EncodePlan p, const EncodeTables& t, in
   }
 }
 
+#if defined(CONVEYOR_X86_SIMD)
+// A quantisation table in the SIMD stages' held order (cpu_dct_x86.h).
+void PrepareX86Quant(const QuantTable& q, const uint8_t* zigzag_position, X86QuantTable* out) {
+  for (int held = 0; held < 64; ++held) {
+    const int natural = 8 * kX86HeldRows[held / 8] + held % 8;
+    out->multiplier[held] = q.multiplier[natural];
+    out->half[held] = static_cast<int16_t>(q.half[natural]);
+    out->zigzag_source[zigzag_position[natural]] = static_cast<uint16_t>(held);
+  }
+}
+
+// The band an MCU row at a time through the AVX2 or AVX-512 stage, which also fills
+// `nonzero`.
+void X86DctStage(const EncodePlan& p, const EncodeTables& t, int band, const uint8_t* const planes[3],
+                 int16_t* levels, uint64_t* nonzero, HostSimd simd) {
+  X86QuantTable quant[2];
+  for (int c = 0; c < 2; ++c) PrepareX86Quant(t.quant[c], t.zigzag_position, &quant[c]);
+  X86DctRow row;
+  row.mcus = p.mcus_x;
+  row.blocks_per_mcu = p.blocks_per_mcu;
+  for (int j = 0; j < p.blocks_per_mcu; ++j) {
+    const ComponentPlan& c = p.comp[p.block_comp[j]];
+    row.stride[j] = c.plane_w;
+    row.mcu_step[j] = 8 * c.h;
+    row.quant[j] = &quant[c.quant];
+  }
+  const size_t row_blocks = static_cast<size_t>(p.mcus_x) * p.blocks_per_mcu;
+  for (int r = 0; r < p.BandMcuRows(band); ++r) {
+    for (int j = 0; j < p.blocks_per_mcu; ++j) {
+      const int c = p.block_comp[j];
+      const size_t y = static_cast<size_t>(r * p.comp[c].v + p.block_dy[j]) * 8;
+      row.first[j] = planes[c] + y * p.comp[c].plane_w + p.block_dx[j] * 8;
+    }
+    row.levels = levels + r * row_blocks * 64;
+    row.nonzero = nonzero + r * row_blocks;
+    (simd == HostSimd::kAvx512 ? DctRowAvx512 : DctRowAvx2)(row);
+  }
+}
+#endif
+
+// Stage 2 on the chosen code. Returns whether `nonzero` was filled (the SIMD stages fill
+// it; the portable one leaves the masks to the Huffman coder).
+bool DctStage(const EncodePlan& p, const EncodeTables& t, int band, const uint8_t* const planes[3],
+              int16_t* levels, uint64_t* nonzero, HostSimd simd) {
+#if defined(CONVEYOR_X86_SIMD)
+  if (simd != HostSimd::kPortable && HostSimdAvailable(simd)) {
+    X86DctStage(p, t, band, planes, levels, nonzero, simd);
+    return true;
+  }
+#endif
+  PortableDctStage(p, t, band, planes, levels);
+  return false;
+}
+
 // Stages 3 and 4: code each segment into scratch, append it and its RST marker.
+// `nonzero`: the blocks' masks from the DCT stage, or null.
 CONVEYOR_HOST_CLONES void HuffmanAndPackStage(const EncodePlan& p, const EncodeTables& t, int band,
-                                              HostBandScratch* scratch, std::vector<uint8_t>* out) {
+                                              HostBandScratch* scratch, const uint64_t* nonzero,
+                                              std::vector<uint8_t>* out) {
   if (scratch->segment.size() < p.segment_capacity) scratch->segment.resize(p.segment_capacity);
   HostHuffTables tables;
   BuildHostHuffTables(t, &tables);
   const int first = p.BandFirstSegment(band);
   for (int s = first; s < first + p.BandSegments(band); ++s) {
     // The plan sizes segment_capacity for the worst case, so this never overflows.
-    const uint32_t n = EncodeSegmentHost(p, tables, scratch->levels.data(), band, s, scratch->segment.data());
+    const uint32_t n = EncodeSegmentHost(p, tables, scratch->levels.data(), band, s, scratch->segment.data(), nonzero);
     out->insert(out->end(), scratch->segment.data(), scratch->segment.data() + n);
     uint8_t marker[2];
     out->insert(out->end(), marker, marker + WriteRestartMarker(p, s, marker));
@@ -335,9 +393,14 @@ void ColorBandOnHost(const EncodePlan& plan, const SourcePlanes& source, int ban
   ColorStage(plan, source, band, planes);
 }
 
-void DctBandOnHost(const EncodePlan& plan, const EncodeTables& tables, int band, const uint8_t* const planes[3],
-                   int16_t* levels) {
-  DctStage(plan, tables, band, planes, levels);
+bool DctBandOnHost(const EncodePlan& plan, const EncodeTables& tables, int band, const uint8_t* const planes[3],
+                   int16_t* levels, HostSimd simd, uint64_t* nonzero) {
+  std::vector<uint64_t> masks;
+  if (nonzero == nullptr) {
+    masks.resize(plan.BandBlocks());
+    nonzero = masks.data();
+  }
+  return DctStage(plan, tables, band, planes, levels, nonzero, simd);
 }
 
 SourcePlanes SourcePlanesOf(const FrameView& frame) {
@@ -354,12 +417,14 @@ void EncodeBandOnHost(const EncodePlan& plan, const EncodeTables& tables,
   thread_local HostBandScratch scratch;
   for (int c = 0; c < 3; ++c) scratch.planes[c].resize(plan.BandPlaneSize(c));
   scratch.levels.resize(plan.BandBlocks() * 64);
+  scratch.nonzero.resize(plan.BandBlocks());
 
   uint8_t* const planes[3] = {scratch.planes[0].data(), scratch.planes[1].data(), scratch.planes[2].data()};
   ColorStage(plan, source, band, planes);
-  DctStage(plan, tables, band, planes, scratch.levels.data());
+  const bool masks =
+      DctStage(plan, tables, band, planes, scratch.levels.data(), scratch.nonzero.data(), BestHostSimd());
 
-  HuffmanAndPackStage(plan, tables, band, &scratch, out);
+  HuffmanAndPackStage(plan, tables, band, &scratch, masks ? scratch.nonzero.data() : nullptr, out);
 }
 
 CpuJpegEncoder::CpuJpegEncoder(int threads) : pool_(threads) {}

@@ -10,6 +10,7 @@
 #include "encode_params.h"
 #include "encode_plan.h"
 #include "frame.h"
+#include "host_simd.h"
 #include "jpeg_tables.h"
 #include "stage_color.h"
 #include "status.h"
@@ -26,11 +27,13 @@ void EncodeBandOnHost(const EncodePlan& plan, const EncodeTables& tables,
 // Exposed so tests can hold it to the per-sample definition in stage_color.h.
 void ColorBandOnHost(const EncodePlan& plan, const SourcePlanes& source, int band, uint8_t* const planes[3]);
 
-// Stage 2 alone, as the CPU runs it (eight lanes at a time): the band's levels in scan
-// order, zigzag within each block. Exposed so tests can hold it to FdctRow and
-// FdctColumnQuantize, the functions the GPU kernel runs.
-void DctBandOnHost(const EncodePlan& plan, const EncodeTables& tables, int band, const uint8_t* const planes[3],
-                   int16_t* levels);
+// Stage 2 alone, as the CPU runs it with `simd`'s code: the band's levels in scan order,
+// zigzag within each block, and where that code gives them (AVX2, AVX-512: returns true)
+// each block's mask of nonzero AC levels in `nonzero` (BandBlocks() entries, or null).
+// Exposed so tests can hold every variant to FdctRow and FdctColumnQuantize, the
+// functions the GPU kernel runs.
+bool DctBandOnHost(const EncodePlan& plan, const EncodeTables& tables, int band, const uint8_t* const planes[3],
+                   int16_t* levels, HostSimd simd = BestHostSimd(), uint64_t* nonzero = nullptr);
 
 SourcePlanes SourcePlanesOf(const FrameView& frame);
 

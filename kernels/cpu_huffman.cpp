@@ -76,12 +76,11 @@ inline void PutValue(Writer& w, const uint32_t* table, int run_high, int32_t v) 
   w.Put(((entry >> 8) << n) | extra, static_cast<int>(entry & 0xFF) + n);
 }
 
-inline void EncodeBlockHost(Writer& w, const int16_t* levels, int32_t* last_dc, const uint32_t* dc,
-                            const uint32_t* ac) {
+inline void EncodeBlockHost(Writer& w, const int16_t* levels, uint64_t nonzero, int32_t* last_dc,
+                            const uint32_t* dc, const uint32_t* ac) {
   const int32_t diff = levels[0] - *last_dc;
   *last_dc = levels[0];
   PutValue(w, dc, 0, diff);
-  uint64_t nonzero = NonzeroMask(levels);
   int last = 0;
   while (nonzero != 0) {
     const int k = LowestSetBit64(nonzero);
@@ -114,7 +113,7 @@ void BuildHostHuffTables(const EncodeTables& t, HostHuffTables* out) {
 __attribute__((target_clones("arch=x86-64-v3", "default"), flatten))
 #endif
 uint32_t EncodeSegmentHost(const EncodePlan& p, const HostHuffTables& t, const int16_t* band_levels, int band,
-                           int segment, uint8_t* out) {
+                           int segment, uint8_t* out, const uint64_t* band_nonzero) {
   const int band_first_mcu = p.BandFirstMcu(band);
   const int band_end_mcu = band_first_mcu + p.BandMcus(band);
   const int first_mcu = segment * p.segment_mcus;
@@ -122,11 +121,13 @@ uint32_t EncodeSegmentHost(const EncodePlan& p, const HostHuffTables& t, const i
   Writer w{out};
   int32_t last_dc[3] = {0, 0, 0};
   for (int mcu = first_mcu; mcu < end_mcu; ++mcu) {
-    const int16_t* mcu_levels = band_levels + static_cast<size_t>(mcu - band_first_mcu) * p.blocks_per_mcu * 64;
+    const size_t mcu_block = static_cast<size_t>(mcu - band_first_mcu) * p.blocks_per_mcu;
     for (int j = 0; j < p.blocks_per_mcu; ++j) {
       const int c = p.block_comp[j];
       const int cls = p.comp[c].quant;
-      EncodeBlockHost(w, mcu_levels + j * 64, &last_dc[c], t.dc[cls], t.ac[cls]);
+      const int16_t* levels = band_levels + (mcu_block + j) * 64;
+      const uint64_t nonzero = band_nonzero != nullptr ? band_nonzero[mcu_block + j] : NonzeroMask(levels);
+      EncodeBlockHost(w, levels, nonzero, &last_dc[c], t.dc[cls], t.ac[cls]);
     }
   }
   w.Finish();

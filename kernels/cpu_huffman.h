@@ -20,8 +20,9 @@ struct HostHuffTables {
 void BuildHostHuffTables(const EncodeTables& t, HostHuffTables* out);
 
 // As EncodeSegment: codes `segment` of `band` into `out` (at least plan.segment_capacity
-// bytes) and returns the byte count.
+// bytes) and returns the byte count. `band_nonzero`, when given, holds each block's mask
+// of nonzero AC levels (bit k for zigzag level k), as the SIMD DCT stages make them.
 uint32_t EncodeSegmentHost(const EncodePlan& p, const HostHuffTables& t, const int16_t* band_levels, int band,
-                           int segment, uint8_t* out);
+                           int segment, uint8_t* out, const uint64_t* band_nonzero = nullptr);
 
 }  // namespace conveyor

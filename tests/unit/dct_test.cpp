@@ -87,61 +87,111 @@ TEST(Dct, ConstantBlockHasOnlyDc) {
 }  // namespace
 }  // namespace conveyor
 
-// The CPU's eight-lane DCT stage against FdctRow and FdctColumnQuantize, the per-row and
-// per-column functions the GPU's ColorDctKernel runs: every level of every block, exactly.
+// The CPU's DCT stage, in each SIMD variant this CPU runs, against FdctRow and
+// FdctColumnQuantize, the per-row and per-column functions the GPU's ColorDctKernel runs:
+// every level of every block, exactly, and the SIMD variants' nonzero masks.
 #include "cpu_encoder.h"
 
 namespace conveyor {
 namespace {
 
-TEST(Dct, HostStageEqualsPerRowAndColumnDefinition) {
-  std::mt19937 rng(99);
-  EncodeTables tables;
-  int blocks_checked = 0;
-  for (int quality : {1, 50, 85, 100}) {
-    BuildEncodeTables(quality, &tables);
-    for (Subsampling ss : {Subsampling::k420, Subsampling::k422, Subsampling::k444}) {
-      std::vector<uint8_t> shape(1, 0);
-      FrameView f;
-      f.width = 77;
-      f.height = 41;
-      f.format = PixelFormat::kRgb24;
-      f.plane[0] = shape.data();
-      f.stride[0] = 3 * f.width;
-      EncodeParams params;
-      params.subsampling = ss;
-      params.quality = quality;
-      const EncodePlan p = MakeEncodePlan(f, params, 8).value();
-      for (int band = 0; band < p.num_bands; ++band) {
-        std::vector<uint8_t> planes[3];
-        for (int c = 0; c < 3; ++c) {
-          planes[c].resize(p.BandPlaneSize(c));
-          // Half noise, half flat and ramps, so both large and zero levels occur.
-          for (size_t i = 0; i < planes[c].size(); ++i)
-            planes[c][i] = (i / 64) % 2 ? static_cast<uint8_t>(rng()) : static_cast<uint8_t>(i % 251);
+// Blocks that drive the 16-bit SIMD arithmetic to its range: each DCT basis pattern of
+// extreme samples (0 where the basis is negative, 255 where positive) and its negation,
+// plus flat 0 and 255. A basis pattern maximises its own coefficient and the sums that
+// lead to it.
+void FillExtremeBlocks(std::vector<uint8_t>& plane, int plane_w, int blocks_x, int blocks_y, std::mt19937& rng) {
+  int n = 0;
+  for (int by = 0; by < blocks_y; ++by) {
+    for (int bx = 0; bx < blocks_x; ++bx, ++n) {
+      const int pattern = n % 130;  // 64 bases x 2 signs, then flat 0 and 255
+      const int u = (pattern / 2) % 8, v = (pattern / 2) / 8 % 8;
+      for (int y = 0; y < 8; ++y) {
+        for (int x = 0; x < 8; ++x) {
+          uint8_t s;
+          if (pattern >= 128) {
+            s = pattern == 128 ? 0 : 255;
+          } else {
+            const double b = std::cos((2 * x + 1) * u * M_PI / 16) * std::cos((2 * y + 1) * v * M_PI / 16);
+            const bool high = (b >= 0) != (pattern % 2 == 1);
+            // Zero basis values (u or v = 4 at some x) take a random side.
+            s = std::abs(b) < 1e-9 ? static_cast<uint8_t>(rng() & 1 ? 255 : 0) : (high ? 255 : 0);
+          }
+          plane[static_cast<size_t>(by * 8 + y) * plane_w + bx * 8 + x] = s;
         }
-        const uint8_t* const ptrs[3] = {planes[0].data(), planes[1].data(), planes[2].data()};
-        const int blocks = p.BandMcus(band) * p.blocks_per_mcu;
-        std::vector<int16_t> got(static_cast<size_t>(blocks) * 64, 0x7777), want(got.size(), 0x5555);
-        DctBandOnHost(p, tables, band, ptrs, got.data());
-        for (int i = 0; i < blocks; ++i) {
-          const BlockOrigin o = BandBlockOrigin(p, i);
-          const int w = p.comp[o.comp].plane_w;
-          int32_t work[64];
-          for (int r = 0; r < 8; ++r) FdctRow(ptrs[o.comp] + static_cast<size_t>(o.y + r) * w + o.x, work + r * 8);
-          for (int col = 0; col < 8; ++col)
-            FdctColumnQuantize(work, col, tables.quant[p.comp[o.comp].quant], tables.zigzag_position,
-                               want.data() + static_cast<size_t>(i) * 64);
-        }
-        for (size_t k = 0; k < got.size(); ++k) {
-          ASSERT_EQ(got[k], want[k]) << "q" << quality << " ss" << SubsamplingName(ss) << " band " << band
-                                     << " block " << k / 64 << " level " << k % 64;
-        }
-        blocks_checked += blocks;
       }
     }
   }
-  std::printf("blocks checked: %d\n", blocks_checked);
+}
+
+TEST(Dct, HostStageEqualsPerRowAndColumnDefinition) {
+  std::mt19937 rng(99);
+  EncodeTables tables;
+  for (HostSimd simd : {HostSimd::kPortable, HostSimd::kAvx2, HostSimd::kAvx512}) {
+    if (!HostSimdAvailable(simd)) {
+      std::printf("%s: not on this CPU or build, not checked\n", HostSimdName(simd));
+      continue;
+    }
+    int blocks_checked = 0;
+    for (int content = 0; content < 2; ++content) {  // mixed noise and ramps, then extreme blocks
+      for (int quality : {1, 50, 85, 100}) {
+        BuildEncodeTables(quality, &tables);
+        for (Subsampling ss : {Subsampling::k420, Subsampling::k422, Subsampling::k444}) {
+          std::vector<uint8_t> shape(1, 0);
+          FrameView f;
+          f.width = content == 0 ? 77 : 160;
+          f.height = content == 0 ? 41 : 112;
+          f.format = PixelFormat::kRgb24;
+          f.plane[0] = shape.data();
+          f.stride[0] = 3 * f.width;
+          EncodeParams params;
+          params.subsampling = ss;
+          params.quality = quality;
+          const EncodePlan p = MakeEncodePlan(f, params, 8).value();
+          for (int band = 0; band < p.num_bands; ++band) {
+            std::vector<uint8_t> planes[3];
+            for (int c = 0; c < 3; ++c) {
+              planes[c].resize(p.BandPlaneSize(c));
+              if (content == 1) {
+                const int rows = p.comp[c].rows_per_mcu_row * p.band_mcu_rows;
+                FillExtremeBlocks(planes[c], p.comp[c].plane_w, p.comp[c].plane_w / 8, rows / 8, rng);
+                continue;
+              }
+              // Half noise, half flat and ramps, so both large and zero levels occur.
+              for (size_t i = 0; i < planes[c].size(); ++i)
+                planes[c][i] = (i / 64) % 2 ? static_cast<uint8_t>(rng()) : static_cast<uint8_t>(i % 251);
+            }
+            const uint8_t* const ptrs[3] = {planes[0].data(), planes[1].data(), planes[2].data()};
+            const int blocks = p.BandMcus(band) * p.blocks_per_mcu;
+            std::vector<int16_t> got(static_cast<size_t>(blocks) * 64, 0x7777), want(got.size(), 0x5555);
+            std::vector<uint64_t> masks(p.BandBlocks(), 0x5A5A);
+            const bool has_masks = DctBandOnHost(p, tables, band, ptrs, got.data(), simd, masks.data());
+            ASSERT_EQ(has_masks, simd != HostSimd::kPortable) << HostSimdName(simd);
+            for (int i = 0; i < blocks; ++i) {
+              const BlockOrigin o = BandBlockOrigin(p, i);
+              const int w = p.comp[o.comp].plane_w;
+              int32_t work[64];
+              for (int r = 0; r < 8; ++r) FdctRow(ptrs[o.comp] + static_cast<size_t>(o.y + r) * w + o.x, work + r * 8);
+              for (int col = 0; col < 8; ++col)
+                FdctColumnQuantize(work, col, tables.quant[p.comp[o.comp].quant], tables.zigzag_position,
+                                   want.data() + static_cast<size_t>(i) * 64);
+            }
+            for (size_t k = 0; k < got.size(); ++k) {
+              ASSERT_EQ(got[k], want[k]) << HostSimdName(simd) << " content " << content << " q" << quality << " ss"
+                                         << SubsamplingName(ss) << " band " << band << " block " << k / 64
+                                         << " level " << k % 64;
+            }
+            for (int i = 0; has_masks && i < blocks; ++i) {
+              uint64_t mask = 0;
+              for (int k = 1; k < 64; ++k) mask |= uint64_t{want[static_cast<size_t>(i) * 64 + k] != 0} << k;
+              ASSERT_EQ(masks[i], mask) << HostSimdName(simd) << " block " << i;
+            }
+            blocks_checked += blocks;
+          }
+        }
+      }
+    }
+    std::printf("%s: blocks checked: %d\n", HostSimdName(simd), blocks_checked);
+  }
 }
 
 }  // namespace

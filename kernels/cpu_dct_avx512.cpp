@@ -27,14 +27,6 @@ inline void Block(const uint8_t* src, int stride, const X86QuantTable& q, int16_
 
 }  // namespace
 
-void DctRowAvx512(const X86DctRow& r) {
-  int16_t* out = r.levels;
-  uint64_t* nz = r.nonzero;
-  for (int m = 0; m < r.mcus; ++m) {
-    for (int j = 0; j < r.blocks_per_mcu; ++j, out += 64, ++nz) {
-      Block(r.first[j] + static_cast<ptrdiff_t>(m) * r.mcu_step[j], r.stride[j], *r.quant[j], out, nz);
-    }
-  }
-}
+void DctRowAvx512(const X86DctRow& r) { DctRowWith<Block>(r); }
 
 }  // namespace conveyor

@@ -138,5 +138,18 @@ inline __m256i QuantInput(__m256i c, const X86QuantTable& q, int i) {
   return _mm256_srli_epi16(n, 3);
 }
 
+// The blocks of one MCU row in scan order, each through kBlock (an ISA's quantisation
+// and zigzag order, after ForwardDct).
+template <void (*kBlock)(const uint8_t* src, int stride, const X86QuantTable& q, int16_t* levels, uint64_t* nonzero)>
+inline void DctRowWith(const X86DctRow& r) {
+  int16_t* out = r.levels;
+  uint64_t* nz = r.nonzero;
+  for (int m = 0; m < r.mcus; ++m) {
+    for (int j = 0; j < r.blocks_per_mcu; ++j, out += 64, ++nz) {
+      kBlock(r.first[j] + static_cast<ptrdiff_t>(m) * r.mcu_step[j], r.stride[j], *r.quant[j], out, nz);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace conveyor

@@ -203,6 +203,7 @@ class GpuWorker : public Worker {
       // has completed (the delivery thread observed ev_uploaded before releasing it).
       CopyToPackedLayout(f, s.input.get<uint8_t>());
       s.request.frame.plane[0] = s.request.frame.plane[1] = s.request.frame.plane[2] = nullptr;  // caller's
+      s.request.owner.reset();
       if (s.request.on_input_released) s.request.on_input_released();
     }
     issue_queue_.Push(index);
@@ -939,6 +940,7 @@ class GpuWorker : public Worker {
     if (s.input_released) return;
     s.input_released = true;
     if (s.request.on_input_released) s.request.on_input_released();
+    s.request.owner.reset();
   }
 
   // Seconds from the worker's reference event to a completed timing event.

@@ -136,7 +136,6 @@ void Scheduler::DispatchLoop(int worker_index) {
       r.status = s;
       if (on_done) on_done(std::move(r));
     }
-    frame.keepalive.reset();  // the worker has its own copy now
   }
 }
 

@@ -27,11 +27,9 @@ struct WorkerSlot {
   int device_index = -1;            // the GPU's runtime index; -1 for the CPU
 };
 
-// A frame waiting for its worker. `keepalive` owns the memory frame.plane points into,
-// until the worker has copied it (Worker::Submit returns).
+// A frame waiting for its worker; request.owner keeps its memory while it waits.
 struct QueuedFrame {
   FrameRequest request;
-  std::shared_ptr<void> keepalive;
 };
 
 class Scheduler;

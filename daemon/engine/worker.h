@@ -55,7 +55,13 @@ struct FrameResult {
 
 struct FrameRequest {
   uint64_t id = 0;
-  FrameView frame;  // caller memory; Submit() has copied it by the time it returns
+  FrameView frame;  // caller memory; see `owner` and on_input_released for how long it is read
+  // Optional: owns the memory `frame` points into (a decoded AVFrame, an assembled raw
+  // frame). A worker that can read the frame where it is (the CPU worker) keeps it until
+  // its encode has read the frame, instead of copying it; a worker that copies (the GPU
+  // worker, into pinned staging) drops it once copied. Without an owner the memory is the
+  // caller's, and a worker copies it unless it lies in registered memory.
+  std::shared_ptr<const void> owner;
   std::vector<Rendition> renditions;
   // The caller's stream (a session): frames of one stream are handed over in the order
   // they were submitted, while a stream's slow frame does not hold back another
@@ -65,9 +71,9 @@ struct FrameRequest {
   // in submission order within the frame's stream.
   std::function<void(FrameResult&&)> on_done;
   // Optional: called once the worker will never read the frame's memory again. For a
-  // frame it copied, that is before Submit() returns; for a frame in registered memory
-  // (RegisterHostMemory), after its upload has completed. Until then the caller must not
-  // touch that memory.
+  // frame it copied, that is before Submit() returns; for a frame it reads in place (in
+  // registered memory, or kept by `owner`), after its upload or encode has read it. Until
+  // then the caller must not touch that memory.
   std::function<void()> on_input_released;
 };
 

@@ -501,7 +501,7 @@ Status Session::SubmitFrame(const FrameView& view, int64_t pts, std::shared_ptr<
   // while the worker holds any of its frames (on_done keeps it).
   q.request.stream = reinterpret_cast<uintptr_t>(this);
   q.request.on_done = [self = shared_from_this(), pts](FrameResult&& r) { self->OnFrameDone(pts, std::move(r)); };
-  q.keepalive = std::move(keepalive);
+  q.request.owner = std::move(keepalive);  // the CPU worker encodes from it, the GPU worker copies
   q.request.on_input_released = std::move(on_input_released);
   Status s = lane_->Submit(std::move(q));
   if (!s.ok()) {

@@ -442,6 +442,64 @@ TEST_P(WorkerTest, RegisteredMemoryIsReleasedOnlyAfterItsUpload) {
   ExpectMatchesCpuEncoder(cases, got);
 }
 
+// A frame whose request owns its memory, as a decoded AVFrame's does: rows padded to a
+// 64-byte stride beyond their width. The CPU worker encodes it where it is, the GPU worker
+// copies it; either way each owner is dropped exactly once, by the time the frame is
+// delivered, and the memory is poisoned as it goes, so a read after that shows in the bytes.
+TEST_P(WorkerTest, OwnedFramesAreReadBeforeTheirOwnerIsDropped) {
+  WorkerOptions options;
+  MAKE_OR_SKIP(worker, options);
+  const auto cases = MixedCases(15);
+  Collector got;
+  std::atomic<int> dropped{0};
+  std::vector<int> dropped_before_delivery(cases.size(), -1);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const FrameView& packed = cases[i].frame.view;
+    const PlaneGeometry g = PackedPlaneGeometry(packed.format, packed.width, packed.height);
+    const int planes = LayoutOf(packed.format).num_planes;
+    int stride[3] = {0, 0, 0};
+    size_t offset[3] = {0, 0, 0}, total = 0;
+    for (int p = 0; p < planes; ++p) {
+      stride[p] = (g.row_bytes[p] + 64 + 63) / 64 * 64;
+      offset[p] = total;
+      total += static_cast<size_t>(stride[p]) * g.rows[p];
+    }
+    auto* memory = new std::vector<uint8_t>(total, 0xEE);
+    FrameView view = packed;
+    for (int p = 0; p < planes; ++p) {
+      uint8_t* dst = memory->data() + offset[p];
+      for (int y = 0; y < g.rows[p]; ++y) {
+        std::memcpy(dst + static_cast<size_t>(y) * stride[p], packed.plane[p] + static_cast<size_t>(y) * packed.stride[p],
+                    g.row_bytes[p]);
+      }
+      view.plane[p] = dst;
+      view.stride[p] = stride[p];
+    }
+    FrameRequest req;
+    req.id = i;
+    req.frame = view;
+    req.renditions = {Rendition{0, 0, cases[i].params}};
+    req.owner = std::shared_ptr<const void>(memory, [&dropped](const std::vector<uint8_t>* m) {
+      std::memset(const_cast<uint8_t*>(m->data()), 0x5A, m->size());
+      dropped.fetch_add(1);
+      delete m;
+    });
+    auto deliver = got.Callback();
+    req.on_done = [&, deliver, i](FrameResult&& r) {
+      dropped_before_delivery[i] = dropped.load();
+      deliver(std::move(r));
+    };
+    ASSERT_TRUE(worker->Submit(std::move(req)).ok()) << "frame " << i;
+  }
+  worker->Flush();
+  EXPECT_EQ(dropped.load(), static_cast<int>(cases.size())) << "every owner dropped, once";
+  // Frames are delivered in order and each owner goes before its frame is handed over.
+  for (size_t i = 0; i < cases.size(); ++i) {
+    EXPECT_GE(dropped_before_delivery[i], static_cast<int>(i) + 1) << "frame " << i << "'s owner outlived its delivery";
+  }
+  ExpectMatchesCpuEncoder(cases, got);
+}
+
 struct Job {
   testing::SyntheticFrame frame;
   std::vector<Rendition> renditions;

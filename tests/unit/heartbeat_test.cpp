@@ -53,14 +53,17 @@ TEST(Heartbeat, IdleCpuWorkerStaysFresh) {
 }
 
 // A worker whose thread is stuck in a frame fails the scheduler's liveness check, by name.
+// The bound is above kHeartbeatPeriod: an idle thread (the CPU worker's encode thread
+// while its delivery thread is held) beats only that often.
 TEST(Heartbeat, SchedulerNamesAStuckWorker) {
+  const double max_stale_s = std::chrono::duration<double>(kHeartbeatPeriod).count() + 0.5;
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
   std::vector<WorkerSlot> slots;
   slots.push_back({MakeCpuWorker(WorkerOptions{}), "cpu", "", 0});
   Worker* worker = slots[0].worker.get();
   Scheduler scheduler(std::move(slots));
-  EXPECT_TRUE(scheduler.CheckWorkersAlive(0.5).ok());
+  EXPECT_TRUE(scheduler.CheckWorkersAlive(max_stale_s).ok());
   std::vector<uint8_t> pixels(16 * 16 * 3 / 2, 128);
   FrameRequest req;
   req.frame.width = req.frame.height = 16;
@@ -72,14 +75,14 @@ TEST(Heartbeat, SchedulerNamesAStuckWorker) {
   req.renditions = {Rendition{}};
   req.on_done = [released](FrameResult&&) { released.wait(); };  // holds the worker's thread
   ASSERT_TRUE(worker->Submit(std::move(req)).ok());
-  std::this_thread::sleep_for(milliseconds(800));
-  const Status stuck = scheduler.CheckWorkersAlive(0.5);
+  std::this_thread::sleep_for(kHeartbeatPeriod + milliseconds(1000));
+  const Status stuck = scheduler.CheckWorkersAlive(max_stale_s);
   EXPECT_EQ(stuck.code(), StatusCode::kUnavailable);
   EXPECT_NE(stuck.message().find("cpu"), std::string::npos) << stuck.ToString();
   release.set_value();
   worker->Flush();
   std::this_thread::sleep_for(milliseconds(100));
-  EXPECT_TRUE(scheduler.CheckWorkersAlive(0.5).ok());
+  EXPECT_TRUE(scheduler.CheckWorkersAlive(max_stale_s).ok());
 }
 
 }  // namespace

@@ -126,6 +126,10 @@ SessionResult RunSession(v1::Transcoder::Stub* stub, const Options& o, const std
         }
       }
       for (size_t i = 0; i < frames; ++i) {
+        // Latency counts from just before the frame's last message is written: stamped
+        // after Write() returns, a writer thread that the encode keeps off the CPU for a
+        // while would stamp late, and frames would seem to take less than their encode.
+        Clock::time_point last_write;
         if (memory) {
           const int slot = shm.TakeFreeSlot(60);
           if (slot < 0) return;
@@ -133,6 +137,7 @@ SessionResult RunSession(v1::Transcoder::Stub* stub, const Options& o, const std
           v1::TranscodeRequest r;
           r.mutable_shared_frame()->set_slot(static_cast<uint32_t>(slot));
           r.mutable_shared_frame()->set_pts(static_cast<int64_t>(i));
+          last_write = Clock::now();
           if (!stream->Write(r)) return;
         }
         for (size_t off = 0; !memory && off < frame_bytes; off += 1 << 20) {
@@ -141,11 +146,12 @@ SessionResult RunSession(v1::Transcoder::Stub* stub, const Options& o, const std
           r.mutable_frame_chunk()->set_pts(static_cast<int64_t>(i));
           r.mutable_frame_chunk()->set_data(input.data() + i * frame_bytes + off, n);
           r.mutable_frame_chunk()->set_end_of_frame(off + n == frame_bytes);
+          last_write = Clock::now();
           if (!stream->Write(r)) return;
         }
         {
           std::lock_guard<std::mutex> lock(mu);
-          sent.push_back(Clock::now());
+          sent.push_back(last_write);
         }
         if (o.lockstep) {
           while (received.load() <= i) std::this_thread::sleep_for(std::chrono::microseconds(20));
@@ -282,7 +288,17 @@ int Run(const Options& o) {
     execv(argv[0], argv.data());
     _exit(127);
   }
-  while (access((dir + "/conveyord.sock").c_str(), F_OK) != 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // Waits for the socket, or reports a daemon that exited instead (a bad flag, a second
+  // --config) rather than waiting for ever.
+  while (access((dir + "/conveyord.sock").c_str(), F_OK) != 0) {
+    int wstatus = 0;
+    if (waitpid(pid, &wstatus, WNOHANG) == pid) {
+      std::fprintf(stderr, "conveyord exited before it listened (%s %d); its log is above\n",
+                   WIFEXITED(wstatus) ? "status" : "signal", WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : WTERMSIG(wstatus));
+      return 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   auto stub = v1::Transcoder::NewStub(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
   v1::ServerStatus status;
   for (int i = 0; i < 500; ++i) {
@@ -330,6 +346,17 @@ int Run(const Options& o) {
   const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
   done = true;
   sampler.join();
+  // Lockstep: what one small request and its answer cost on this channel alone, the floor
+  // under any per-frame exchange. GetServerStatus also gathers the workers' figures, so
+  // this is the floor or a little above it.
+  std::vector<double> rpc_round_trips;
+  for (int i = 0; o.lockstep && i < 500; ++i) {
+    grpc::ClientContext ctx;
+    v1::ServerStatus st;
+    const auto sent = Clock::now();
+    if (!stub->GetServerStatus(&ctx, v1::GetServerStatusRequest(), &st).ok()) break;
+    rpc_round_trips.push_back(std::chrono::duration<double>(Clock::now() - sent).count());
+  }
   kill(pid, SIGTERM);
   int wstatus = 0;
   waitpid(pid, &wstatus, 0);
@@ -407,6 +434,14 @@ int Run(const Options& o) {
                 mean_latency * 1e3, per_frame_encode * 1e3, 100.0 * (mean_latency - per_frame_encode) / per_frame_encode,
                 (mean_latency - per_frame_encode) * 1e3, p50_latency * 1e3,
                 100.0 * (p50_latency - per_frame_encode) / per_frame_encode);
+    if (!rpc_round_trips.empty()) {
+      const double mean_rtt =
+          std::accumulate(rpc_round_trips.begin(), rpc_round_trips.end(), 0.0) / rpc_round_trips.size();
+      std::printf("lockstep: a unary RPC alone (GetServerStatus, %zu calls) takes mean %.3f ms, p50 %.3f ms on this "
+                  "channel: %.1f%% of the worker encode\n",
+                  rpc_round_trips.size(), mean_rtt * 1e3, Percentile(rpc_round_trips, 0.5) * 1e3,
+                  100.0 * mean_rtt / per_frame_encode);
+    }
   }
   const char* reference_name = reference == Reference::kFfmpegCli ? "ffmpeg_cli"
                                : reference == Reference::kLibav   ? "libav"

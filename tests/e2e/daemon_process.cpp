@@ -19,6 +19,14 @@
 #endif
 
 namespace conveyor::e2e {
+namespace {
+
+std::string EnvOr(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : fallback;
+}
+
+}  // namespace
 
 std::string MakeTempDir() { return testing::MakeTempDir("conveyor-e2e"); }
 
@@ -36,10 +44,22 @@ DaemonProcess::DaemonProcess(std::vector<std::string> extra_flags) {
   dir_ = MakeTempDir();
   target_ = "unix:" + dir_ + "/conveyord.sock";
   // CONVEYOR_E2E_LOG_LEVEL=debug shows the daemon's log when a test needs looking into.
-  const char* level = std::getenv("CONVEYOR_E2E_LOG_LEVEL");
-  std::vector<std::string> args = {CONVEYORD_PATH, "--config", "",          "--listen", target_,
-                                   "--workers",    "cpu",      "--cpu-threads", "2",      "--log-level",
-                                   level ? level : "warn", "--metrics-listen", ""};
+  // CONVEYOR_E2E_CONVEYORD and CONVEYOR_E2E_WORKERS run another binary on other workers
+  // (daemon_process.h); unset or empty, the defaults hold.
+  const std::string level = EnvOr("CONVEYOR_E2E_LOG_LEVEL", "warn");
+  std::vector<std::string> args = {EnvOr("CONVEYOR_E2E_CONVEYORD", CONVEYORD_PATH),
+                                   "--config",
+                                   "",
+                                   "--listen",
+                                   target_,
+                                   "--workers",
+                                   EnvOr("CONVEYOR_E2E_WORKERS", "cpu"),
+                                   "--cpu-threads",
+                                   "2",
+                                   "--log-level",
+                                   level,
+                                   "--metrics-listen",
+                                   ""};
   for (size_t i = 0; i < extra_flags.size(); ++i) {
     if (extra_flags[i] == "--config") args.erase(args.begin() + 1, args.begin() + 3);  // the test's own file
   }

@@ -20,6 +20,12 @@ class DaemonProcess {
   // `extra_flags` go after the defaults (--config "", --listen, --workers cpu,
   // --cpu-threads 2, --log-level warn, --metrics-listen "": no HTTP endpoint, so that
   // daemons of parallel tests never race for a port), so they can override them.
+  // The environment can change what runs, for a host without this build tree (the GPU
+  // host's portable bundle); unset, nothing changes:
+  //   CONVEYOR_E2E_CONVEYORD  the conveyord binary, instead of the one built with the test
+  //   CONVEYOR_E2E_WORKERS    --workers, instead of cpu ("gpu": a daemon that finds no GPU
+  //                           worker refuses to start, so a GPU run never passes on the CPU)
+  //   CONVEYOR_E2E_LOG_LEVEL  --log-level, instead of warn
   explicit DaemonProcess(std::vector<std::string> extra_flags = {});
   ~DaemonProcess();
 

@@ -281,7 +281,8 @@ void Session::Run() {
     summary->set_wall_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
     // Summed over frames; the stages of different frames overlap in time.
     const std::pair<const char*, double> stages[] = {
-        {"decode", decode_seconds_}, {"queue", queue_seconds_}, {"encode", encode_seconds_}};
+        {"decode", decode_seconds_}, {"queue", queue_seconds_}, {"encode", encode_seconds_},
+        {"handover", handover_seconds_}};
     for (const auto& [name, seconds] : stages) {
       v1::StageSeconds* stage = summary->add_stages();
       stage->set_stage(name);
@@ -513,6 +514,7 @@ Status Session::SubmitFrame(const FrameView& view, int64_t pts, std::shared_ptr<
 }
 
 void Session::OnFrameDone(int64_t pts, FrameResult&& result) {
+  const auto handover_start = std::chrono::steady_clock::now();
   Touch();
   bool ok = result.status.ok();
   {
@@ -559,6 +561,7 @@ void Session::OnFrameDone(int64_t pts, FrameResult&& result) {
       frames_out_++;
       meter_.FrameDone(result);
       encode_seconds_ += std::chrono::duration<double>(result.times.done - result.times.started).count();
+      handover_seconds_ += std::chrono::duration<double>(handover_start - result.times.done).count();
       queue_seconds_ += std::chrono::duration<double>(result.times.started - result.times.submitted).count();
       const auto now = std::chrono::steady_clock::now();
       if (now - last_progress_ >= std::chrono::seconds(1)) {

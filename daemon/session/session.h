@@ -182,7 +182,9 @@ class Session : public std::enable_shared_from_this<Session> {
   std::atomic<uint64_t> frames_in_{0}, frames_out_{0}, bytes_in_{0}, bytes_out_{0};
   std::atomic<int64_t> last_activity_ns_{0};
   std::chrono::steady_clock::time_point last_progress_ = std::chrono::steady_clock::now();
-  double encode_seconds_ = 0, queue_seconds_ = 0;  // delivery thread only
+  // Delivery thread only. handover: from the worker's finished encode to this session's
+  // OnFrameDone (the worker's delivery hop).
+  double encode_seconds_ = 0, queue_seconds_ = 0, handover_seconds_ = 0;
   double decode_seconds_ = 0;                       // pipeline thread only
   std::atomic<bool> finished_{false};
   SessionMeter meter_;  // renditions set in BeginOutput, before the first frame

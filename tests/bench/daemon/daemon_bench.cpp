@@ -73,6 +73,7 @@ struct SessionResult {
   uint64_t frames = 0, bytes = 0;
   double first_frame_s = 0;
   double encode_s = 0;  // the Summary's encode stage
+  double queue_s = 0, handover_s = 0;  // its queue (worker's queue) and handover stages
   std::vector<double> latencies;  // raw mode: last chunk (or SharedFrame) sent -> frame received
   std::string failure;            // the client's side, when it gave up
 };
@@ -177,6 +178,8 @@ SessionResult RunSession(v1::Transcoder::Stub* stub, const Options& o, const std
     } else if (r.has_summary()) {
       for (const auto& st : r.summary().stages()) {
         if (st.stage() == "encode") res.encode_s = st.seconds();
+        if (st.stage() == "queue") res.queue_s = st.seconds();
+        if (st.stage() == "handover") res.handover_s = st.seconds();
       }
     }
   }
@@ -363,7 +366,7 @@ int Run(const Options& o) {
   std::system(("rm -rf '" + dir + "'").c_str());
 
   uint64_t frames = 0, bytes = 0;
-  double encode_s = 0;
+  double encode_s = 0, queue_s = 0, handover_s = 0;
   std::vector<double> lat, first;
   for (const SessionResult& r : results) {
     if (!r.status.ok()) {
@@ -374,6 +377,8 @@ int Run(const Options& o) {
     frames += r.frames;
     bytes += r.bytes;
     encode_s += r.encode_s;
+    queue_s += r.queue_s;
+    handover_s += r.handover_s;
     lat.insert(lat.end(), r.latencies.begin(), r.latencies.end());
     first.push_back(r.first_frame_s);
   }
@@ -434,6 +439,13 @@ int Run(const Options& o) {
                 mean_latency * 1e3, per_frame_encode * 1e3, 100.0 * (mean_latency - per_frame_encode) / per_frame_encode,
                 (mean_latency - per_frame_encode) * 1e3, p50_latency * 1e3,
                 100.0 * (p50_latency - per_frame_encode) / per_frame_encode);
+    // Where the overhead goes, by the daemon's own clocks: the worker's queue, its hand-over
+    // back to the session; the rest is the way in (message, session, lane, dispatcher) and
+    // the JPEG's way out (messages, socket, this client).
+    const double queue = queue_s / frames, handover = handover_s / frames;
+    std::printf("lockstep: of the overhead, worker queue %.3f ms, worker -> session hand-over %.3f ms, the rest "
+                "(client -> worker, session -> client) %.3f ms\n",
+                queue * 1e3, handover * 1e3, (mean_latency - per_frame_encode - queue - handover) * 1e3);
     if (!rpc_round_trips.empty()) {
       const double mean_rtt =
           std::accumulate(rpc_round_trips.begin(), rpc_round_trips.end(), 0.0) / rpc_round_trips.size();

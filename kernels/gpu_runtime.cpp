@@ -94,8 +94,18 @@ HostRegistration& HostRegistration::operator=(HostRegistration&& o) noexcept {
 
 StatusOr<HostRegistration> HostRegistration::Register(void* ptr, size_t size, const std::string& what) {
   HostRegistration r;
-  GPU_RETURN_IF_ERROR(hipHostRegister(ptr, size, hipHostRegisterDefault),
-                      "hipHostRegister(" + what + ", " + std::to_string(size) + " bytes)");
+  const std::string call = "hipHostRegister(" + what + ", " + std::to_string(size) + " bytes)";
+  hipError_t e = hipHostRegister(ptr, size, hipHostRegisterDefault);
+#ifdef hipHostRegisterReadOnly
+  // Memory mapped read-only (a client's sealed shared-memory frames) needs the read-only
+  // flag on a GPU that cannot use the host's page tables (CUDA's cudaHostRegister docs);
+  // the device only ever reads what is registered here, so the flag costs nothing.
+  if (e != hipSuccess) {
+    (void)hipGetLastError();  // the first try's error is not this thread's next one
+    e = hipHostRegister(ptr, size, hipHostRegisterReadOnly);
+  }
+#endif
+  GPU_RETURN_IF_ERROR(e, call);
   r.ptr_ = ptr;
   r.size_ = size;
   return r;

@@ -34,6 +34,7 @@ using hipDeviceProp_t = cudaDeviceProp;
 #define hipHostGetDevicePointer cudaHostGetDevicePointer
 #define hipHostRegister cudaHostRegister
 #define hipHostRegisterDefault cudaHostRegisterDefault
+#define hipHostRegisterReadOnly cudaHostRegisterReadOnly
 #define hipHostUnregister cudaHostUnregister
 #define hipMemcpy cudaMemcpy
 #define hipMemcpyAsync cudaMemcpyAsync

@@ -4,9 +4,12 @@
 // ordered after its band, survival of an injected runtime error, backpressure, and
 // refusal of bad input. Free of FFmpeg and gRPC so it runs on the GPU host as built.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <cstring>
 #include <functional>
@@ -498,6 +501,55 @@ TEST_P(WorkerTest, OwnedFramesAreReadBeforeTheirOwnerIsDropped) {
     EXPECT_GE(dropped_before_delivery[i], static_cast<int>(i) + 1) << "frame " << i << "'s owner outlived its delivery";
   }
   ExpectMatchesCpuEncoder(cases, got);
+}
+
+// Frames in memory mapped read-only, as a client's sealed shared-memory slots are in the
+// daemon (shared_frames.cpp): the worker must take the registration (the GPU worker needs
+// the read-only flag for it where the GPU cannot use the host's page tables, as on the
+// H200) and read the frames in place, releasing each after its upload or encode.
+TEST_P(WorkerTest, ReadOnlyMappedMemoryIsRegisteredAndReadInPlace) {
+  WorkerOptions options;
+  MAKE_OR_SKIP(worker, options);
+  const auto cases = MixedCases(10);
+  std::vector<size_t> offset;
+  size_t total = 0;
+  for (const auto& c : cases) {
+    offset.push_back(total);
+    total += (c.frame.bytes.size() + 4095) / 4096 * 4096;
+  }
+  const int fd = memfd_create("worker_test frames", MFD_CLOEXEC);
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  ASSERT_EQ(ftruncate(fd, static_cast<off_t>(total)), 0) << std::strerror(errno);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto& bytes = cases[i].frame.bytes;
+    ASSERT_EQ(pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(offset[i])), static_cast<ssize_t>(bytes.size()));
+  }
+  void* mapped = mmap(nullptr, total, PROT_READ, MAP_SHARED, fd, 0);
+  close(fd);
+  ASSERT_NE(mapped, MAP_FAILED) << std::strerror(errno);
+  const auto* base = static_cast<const uint8_t*>(mapped);
+  {
+    auto registration = worker->RegisterHostMemory(const_cast<uint8_t*>(base), total);
+    ASSERT_TRUE(registration.ok()) << "read-only memory was not registered: " << registration.status().ToString();
+    Collector got;
+    std::atomic<int> released{0};
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const FrameView& v = cases[i].frame.view;
+      FrameRequest req;
+      req.id = i;
+      req.frame = MakePackedFrameView(base + offset[i], cases[i].frame.bytes.size(), v.width, v.height, v.format,
+                                      v.matrix, v.range)
+                      .value();
+      req.renditions = {Rendition{0, 0, cases[i].params}};
+      req.on_done = got.Callback();
+      req.on_input_released = [&released] { released.fetch_add(1); };
+      ASSERT_TRUE(worker->Submit(std::move(req)).ok()) << "frame " << i;
+    }
+    worker->Flush();
+    EXPECT_EQ(released.load(), static_cast<int>(cases.size()));
+    ExpectMatchesCpuEncoder(cases, got);
+  }  // unregistered before the unmap
+  munmap(mapped, total);
 }
 
 struct Job {

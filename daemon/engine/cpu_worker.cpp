@@ -2,14 +2,13 @@
 // Frames take one of a bounded ring of host slots (backpressure). A frame is read where
 // it is when its request owns its memory (a decoded AVFrame) or it lies in registered
 // memory, and copied into the slot otherwise. Frames are encoded one at a time, each
-// frame's bands spread over the thread pool. A frame is handed over (on_done: the gRPC
-// messages or the muxer) by a delivery thread when more frames wait, so that their
-// encode does not wait for it; with none waiting, the encode thread hands it over itself
-// and saves the frame a thread's wake-up.
+// frame's bands spread over the thread pool, and handed over (on_done: the gRPC messages
+// or the muxer) by a delivery thread, so that the next frame's encode never waits for
+// it. Handing a frame over on the encode thread whenever no other frame waited cost 2
+// sessions 5-15 % of their frames/s on the 2-core VM (BENCHMARKS.md, session 13), for a
+// thread's wake-up a frame (the Summary's handover stage).
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
-#include <deque>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -40,7 +39,7 @@ class CpuWorker : public Worker {
 
   ~CpuWorker() override {
     queue_.Close();
-    thread_.join();  // ends delivery once it has handed its last frame on
+    thread_.join();  // closes deliveries_ once it has handed its last frame on
     delivery_thread_.join();
   }
 
@@ -184,58 +183,22 @@ class CpuWorker : public Worker {
       } else if (options_.test_on_input_free) {
         options_.test_on_input_free(*slot, s.bytes.data(), s.bytes.size());
       }
-      bool hand_over_here = false;
-      {
-        std::lock_guard<std::mutex> lock(delivery_mu_);
-        if (!delivering_ && to_deliver_.empty() && queue_.Empty()) {
-          delivering_ = hand_over_here = true;
-        } else {
-          to_deliver_.push_back(*slot);
-        }
-      }
-      if (hand_over_here) {
-        HandOver(*slot);
-        std::lock_guard<std::mutex> lock(delivery_mu_);
-        delivering_ = false;
-      }
-      delivery_cv_.notify_one();
+      deliveries_.Push(*slot);
     }
-    {
-      std::lock_guard<std::mutex> lock(delivery_mu_);
-      encode_ended_ = true;
-    }
-    delivery_cv_.notify_one();
+    deliveries_.Close();
   }
 
-  // Frames are handed over one at a time, in the order they were encoded (the order of
-  // submission), by whichever of the two threads takes them.
+  // Hands frames over in the order they were encoded, which is the order of submission.
   void Deliver() {
-    std::unique_lock<std::mutex> lock(delivery_mu_);
-    for (;;) {
-      heartbeats_.Beat(1);
-      if (delivering_ || to_deliver_.empty()) {
-        if (encode_ended_ && !delivering_) return;  // the encode thread handed over its last
-        delivery_cv_.wait_for(lock, kHeartbeatPeriod);
-        continue;
-      }
-      const int slot = to_deliver_.front();
-      to_deliver_.pop_front();
-      delivering_ = true;
-      lock.unlock();
-      HandOver(slot);
-      lock.lock();
-      delivering_ = false;
+    while (auto slot = deliveries_.PopTicking([this] { heartbeats_.Beat(1); }, kHeartbeatPeriod)) {
+      Slot& s = slots_[*slot];
+      auto on_done = std::move(s.request.on_done);
+      (s.result.status.ok() ? done_ : failed_).fetch_add(1);
+      s.result.times.handed_over = std::chrono::steady_clock::now();
+      on_done(std::move(s.result));
+      in_flight_.fetch_sub(1);
+      pool_.Release(*slot);  // after delivery, so Flush() means "all delivered"
     }
-  }
-
-  void HandOver(int slot) {
-    Slot& s = slots_[slot];
-    auto on_done = std::move(s.request.on_done);
-    (s.result.status.ok() ? done_ : failed_).fetch_add(1);
-    s.result.times.handed_over = std::chrono::steady_clock::now();
-    on_done(std::move(s.result));
-    in_flight_.fetch_sub(1);
-    pool_.Release(slot);  // after delivery, so Flush() means "all delivered"
   }
 
   const WorkerOptions options_;
@@ -243,13 +206,8 @@ class CpuWorker : public Worker {
   CpuJpegEncoder encoder_;
   SlotPool pool_;
   std::vector<Slot> slots_;
-  FrameQueue<int> queue_;  // submitted slots, to the encode thread
-  // Encoded slots waiting to be handed over, and whether a thread is handing one over.
-  std::mutex delivery_mu_;
-  std::condition_variable delivery_cv_;
-  std::deque<int> to_deliver_;
-  bool delivering_ = false;
-  bool encode_ended_ = false;  // the encode thread has returned
+  FrameQueue<int> queue_;       // submitted slots, to the encode thread
+  FrameQueue<int> deliveries_;  // encoded slots, to the delivery thread
   std::atomic<uint64_t> done_{0}, failed_{0};
   std::atomic<int> in_flight_{0};
   Heartbeats heartbeats_{2};

@@ -58,11 +58,6 @@ class FrameQueue {
     return item;
   }
 
-  bool Empty() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return items_.empty();
-  }
-
   void Close() {
     {
       std::lock_guard<std::mutex> lock(mu_);

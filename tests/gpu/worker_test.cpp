@@ -404,6 +404,18 @@ TEST_P(WorkerTest, RefusesBadRequestsUpFront) {
   EXPECT_EQ(worker->Stats().frames_done, 0u);
 }
 
+// Where each case's packed frame starts in one buffer when each starts on a 4 KiB page;
+// `total` gets the buffer's size.
+std::vector<size_t> PageAlignedOffsets(const std::vector<Case>& cases, size_t* total) {
+  std::vector<size_t> offset;
+  *total = 0;
+  for (const auto& c : cases) {
+    offset.push_back(*total);
+    *total += (c.frame.bytes.size() + 4095) / 4096 * 4096;
+  }
+  return offset;
+}
+
 // Frames in registered caller memory are uploaded from where they are; the caller is
 // told when it may write there again, and poisons the frame at once. Had the worker
 // released it before the upload completed, the poison would show in the output.
@@ -411,12 +423,8 @@ TEST_P(WorkerTest, RegisteredMemoryIsReleasedOnlyAfterItsUpload) {
   WorkerOptions options;
   MAKE_OR_SKIP(worker, options);
   const auto cases = MixedCases(15);
-  std::vector<size_t> offset;
   size_t total = 0;
-  for (const auto& c : cases) {
-    offset.push_back(total);
-    total += (c.frame.bytes.size() + 4095) / 4096 * 4096;
-  }
+  const std::vector<size_t> offset = PageAlignedOffsets(cases, &total);
   std::vector<uint8_t> arena(total);
   auto registration = worker->RegisterHostMemory(arena.data(), arena.size());
   ASSERT_TRUE(registration.ok()) << registration.status().ToString();
@@ -511,12 +519,8 @@ TEST_P(WorkerTest, ReadOnlyMappedMemoryIsRegisteredAndReadInPlace) {
   WorkerOptions options;
   MAKE_OR_SKIP(worker, options);
   const auto cases = MixedCases(10);
-  std::vector<size_t> offset;
   size_t total = 0;
-  for (const auto& c : cases) {
-    offset.push_back(total);
-    total += (c.frame.bytes.size() + 4095) / 4096 * 4096;
-  }
+  const std::vector<size_t> offset = PageAlignedOffsets(cases, &total);
   const int fd = memfd_create("worker_test frames", MFD_CLOEXEC);
   ASSERT_GE(fd, 0) << std::strerror(errno);
   ASSERT_EQ(ftruncate(fd, static_cast<off_t>(total)), 0) << std::strerror(errno);

@@ -130,7 +130,10 @@ const Field kFields[] = {
     {"workers", "cpu_threads", &DaemonConfig::cpu_threads, "--cpu-threads",
      "Threads of the CPU worker; 0: one per hardware thread.", 0, 4096},
     {"workers", "decode_threads", &DaemonConfig::decode_threads, nullptr,
-     "FFmpeg frame threads per session; 0: FFmpeg's choice.", 0, 256},
+     "FFmpeg frame threads per session; 0: FFmpeg's choice (cores + 1, at most 16). The\n"
+     "decoder holds about one frame a thread until more input arrives, so a live stream's\n"
+     "first frame waits for about this many frames of input: set it low for live input.",
+     0, 256},
     {"workers", "drain_timeout_s", &DaemonConfig::drain_timeout_s, "--drain-timeout",
      "On SIGTERM, seconds running sessions get to finish before they are cancelled.", 0, 86400},
 };

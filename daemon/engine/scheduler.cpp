@@ -9,7 +9,7 @@ namespace conveyor {
 Lane::Lane(Scheduler* scheduler, int worker_index, int capacity)
     : scheduler_(scheduler), worker_index_(worker_index), capacity_(std::max(1, capacity)) {}
 
-Status Lane::Submit(QueuedFrame frame) {
+Status Lane::Submit(FrameRequest frame) {
   {
     std::unique_lock<std::mutex> lock(mu_);
     space_.wait(lock, [&] { return cancelled_ || static_cast<int>(frames_.size()) < capacity_; });
@@ -21,7 +21,7 @@ Status Lane::Submit(QueuedFrame frame) {
 }
 
 int Lane::Cancel() {
-  std::deque<QueuedFrame> dropped;
+  std::deque<FrameRequest> dropped;
   {
     std::lock_guard<std::mutex> lock(mu_);
     cancelled_ = true;
@@ -96,7 +96,7 @@ void Scheduler::Notify(int worker_index) {
   work_.notify_all();
 }
 
-bool Scheduler::TakeNext(int worker_index, QueuedFrame* out) {
+bool Scheduler::TakeNext(int worker_index, FrameRequest* out) {
   PerWorker& pw = per_worker_[worker_index];
   const size_t n = pw.lanes.size();
   for (size_t k = 0; k < n; ++k) {
@@ -117,7 +117,7 @@ bool Scheduler::TakeNext(int worker_index, QueuedFrame* out) {
 void Scheduler::DispatchLoop(int worker_index) {
   Worker& worker = *workers_[worker_index].worker;
   for (;;) {
-    QueuedFrame frame;
+    FrameRequest frame;
     {
       std::unique_lock<std::mutex> lock(mu_);
       for (;;) {
@@ -128,8 +128,8 @@ void Scheduler::DispatchLoop(int worker_index) {
       }
     }
     // Blocks while every slot of the worker is busy: backpressure into the lanes.
-    auto on_done = frame.request.on_done;
-    Status s = worker.Submit(std::move(frame.request));
+    auto on_done = frame.on_done;
+    Status s = worker.Submit(std::move(frame));
     if (!s.ok()) {
       // Refused before reaching the worker (bad input): report it as this frame's result.
       FrameResult r;

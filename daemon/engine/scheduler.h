@@ -27,11 +27,6 @@ struct WorkerSlot {
   int device_index = -1;            // the GPU's runtime index; -1 for the CPU
 };
 
-// A frame waiting for its worker; request.owner keeps its memory while it waits.
-struct QueuedFrame {
-  FrameRequest request;
-};
-
 class Scheduler;
 
 // One session's queue on one worker.
@@ -39,9 +34,10 @@ class Lane {
  public:
   Lane(Scheduler* scheduler, int worker_index, int capacity);
 
-  // Queues a frame; blocks while the lane holds `capacity` frames. CANCELLED once the
-  // lane is cancelled (the frame is dropped and its on_done never runs).
-  Status Submit(QueuedFrame frame);
+  // Queues a frame (its owner keeps its memory while it waits); blocks while the lane
+  // holds `capacity` frames. CANCELLED once the lane is cancelled (the frame is dropped
+  // and its on_done never runs).
+  Status Submit(FrameRequest frame);
   // Drops queued frames (their on_done never runs) and refuses new ones; returns how
   // many it dropped. Frames the worker already has still complete and call on_done.
   int Cancel();
@@ -56,7 +52,7 @@ class Lane {
   const int capacity_;
   mutable std::mutex mu_;
   std::condition_variable space_;
-  std::deque<QueuedFrame> frames_;
+  std::deque<FrameRequest> frames_;
   bool cancelled_ = false;
 };
 
@@ -93,7 +89,7 @@ class Scheduler {
   };
   void Notify(int worker_index);
   void DispatchLoop(int worker_index);
-  bool TakeNext(int worker_index, QueuedFrame* out);  // with mu_ held
+  bool TakeNext(int worker_index, FrameRequest* out);  // with mu_ held
 
   std::vector<WorkerSlot> workers_;
   mutable std::mutex mu_;

@@ -493,18 +493,18 @@ Status Session::SubmitFrame(const FrameView& view, int64_t pts, std::shared_ptr<
     if (cancelled_) return failure_;
     ++submitted_;
   }
-  QueuedFrame q;
-  q.request.id = frames_in_.load();
-  q.request.frame = view;
-  q.request.renditions = renditions_;
+  FrameRequest request;
+  request.id = frames_in_.load();
+  request.frame = view;
+  request.renditions = renditions_;
   // The session's own stream of frames: in order among themselves, never held back by
   // another session's. The address is unique among live sessions, and a session lives
   // while the worker holds any of its frames (on_done keeps it).
-  q.request.stream = reinterpret_cast<uintptr_t>(this);
-  q.request.on_done = [self = shared_from_this(), pts](FrameResult&& r) { self->OnFrameDone(pts, std::move(r)); };
-  q.request.owner = std::move(keepalive);  // the CPU worker encodes from it, the GPU worker copies
-  q.request.on_input_released = std::move(on_input_released);
-  Status s = lane_->Submit(std::move(q));
+  request.stream = reinterpret_cast<uintptr_t>(this);
+  request.on_done = [self = shared_from_this(), pts](FrameResult&& r) { self->OnFrameDone(pts, std::move(r)); };
+  request.owner = std::move(keepalive);  // the CPU worker encodes from it, the GPU worker copies
+  request.on_input_released = std::move(on_input_released);
+  Status s = lane_->Submit(std::move(request));
   if (!s.ok()) {
     std::lock_guard<std::mutex> lock(state_mu_);
     --submitted_;

@@ -56,9 +56,9 @@ class RecordingWorker : public Worker {
   std::vector<uint64_t> order_;
 };
 
-QueuedFrame Frame(uint64_t id) {
-  QueuedFrame f;
-  f.request.id = id;
+FrameRequest Frame(uint64_t id) {
+  FrameRequest f;
+  f.id = id;
   return f;
 }
 

@@ -5,7 +5,8 @@
 //
 // Input layout: byte 0 picks the format hint, byte 1 the chunk size the bytes arrive in;
 // the rest is the stream. Work is bounded: max_len (run_fuzzers.sh), a few frames, and
-// sources larger than kMaxPixels are dropped after open, as the daemon's size limit would.
+// pictures larger than kMaxPixels are refused by the decoder's max_pixels bound, as the
+// session sets it from the daemon's size limit.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -56,10 +57,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   conveyor::media::DecoderOptions options;
   options.format = hint;
   options.threads = 1;  // frame threads would make runs slower and less reproducible
+  options.max_pixels = kMaxPixels;
   auto opened = conveyor::media::ContainerDecoder::Open(&queue, options);
   if (!opened.ok()) return 0;
   conveyor::media::ContainerDecoder& decoder = **opened;
-  if (static_cast<int64_t>(decoder.video().width) * decoder.video().height > kMaxPixels) return 0;
+  if (static_cast<int64_t>(decoder.video().width) * decoder.video().height > kMaxPixels) __builtin_trap();
 
   static conveyor::CpuJpegEncoder encoder(1);
   conveyor::media::FrameConverter converter;

@@ -82,8 +82,9 @@ const Field kFields[] = {
     {"server", "shared_memory_input", &DaemonConfig::shared_memory_input, nullptr,
      "Let clients on this host send raw frames through shared memory (RawInput.shared_memory_slots):\n"
      "the daemon serves an attach socket beside the first unix socket (NAME.frames.sock, same\n"
-     "mode and group), takes a sealed memfd from the client and maps it read-only. false: no\n"
-     "attach socket, and such sessions are refused with FAILED_PRECONDITION."},
+     "mode and group), takes a sealed memfd from the client and maps it read-only. The same\n"
+     "socket hands out the daemon's own read-only JPEG slots (JpegFramesOutput.shared_memory_slots).\n"
+     "false: no attach socket, and sessions asking for either are refused with FAILED_PRECONDITION."},
     {"server", "metrics_listen", &DaemonConfig::metrics_listen, "--metrics-listen",
      "HOST:PORT of the HTTP endpoint for Prometheus /metrics and health probes; \"\" turns it "
      "off."},

@@ -22,9 +22,24 @@ constexpr size_t kKeyBytes = 32;
 constexpr int kMaxFds = 4;  // more are closed unread; one is used
 
 
-void Reply(int connection, const std::string& line) {
-  const std::string text = line + "\n";
-  (void)send(connection, text.data(), text.size(), MSG_NOSIGNAL);
+// `fd` >= 0 goes with the line as SCM_RIGHTS.
+void Reply(int connection, const std::string& line, int fd = -1) {
+  std::string text = line + "\n";
+  iovec io{text.data(), text.size()};
+  msghdr msg{};
+  msg.msg_iov = &io;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  if (fd >= 0) {
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
+  }
+  (void)sendmsg(connection, &msg, MSG_NOSIGNAL);
 }
 
 }  // namespace
@@ -118,22 +133,18 @@ void FrameAttachServer::Serve(int connection) {
       }
     }
     if (n <= 0) {
-      Reply(connection, "ERROR expected a 32-byte attach key and a memfd");
+      Reply(connection, "ERROR expected a 32-byte attach key");
       return;
     }
     key.append(buffer, static_cast<size_t>(n));
   }
-  if (received.empty()) {
-    Reply(connection, "ERROR no memfd came with the key (send it as SCM_RIGHTS)");
+  StatusOr<UniqueFd> output = manager_->AttachSharedMemory(key, received.empty() ? -1 : received.front().get());
+  if (!output.ok()) {
+    spdlog::info("attach socket: refused: {}", output.status().ToString());
+    Reply(connection, "ERROR " + output.status().message());
     return;
   }
-  const Status s = manager_->AttachSharedMemory(key, received.front().get());
-  if (!s.ok()) {
-    spdlog::info("attach socket: refused: {}", s.ToString());
-    Reply(connection, "ERROR " + s.message());
-    return;
-  }
-  Reply(connection, "OK");
+  Reply(connection, "OK", output->get());
 }
 
 }  // namespace conveyor

@@ -1,9 +1,12 @@
-// The socket a client hands its shared-memory frame slots to (RawInput.
-// shared_memory_slots; session/shared_frames.h): a unix stream socket beside the gRPC
-// one, mode 0660 like it. A client connects, sends its session's attach key (32 bytes)
-// in one sendmsg() with the memfd as SCM_RIGHTS, and reads one line back: "OK" or
-// "ERROR <reason>". A file descriptor cannot travel over gRPC, hence this side door; the
-// key, which only the session's own stream was told, decides which session gets it.
+// The socket where a client and its session swap shared memory: the client's frame
+// slots in (RawInput.shared_memory_slots; session/shared_frames.h) and the daemon's JPEG
+// slots out (JpegFramesOutput.shared_memory_slots; session/shared_jpegs.h). A unix
+// stream socket beside the gRPC one, mode 0660 like it. A client connects, sends its
+// session's attach key (32 bytes) in one sendmsg(), with its memfd as SCM_RIGHTS when it
+// sends frames that way, and reads one line back: "OK", carrying the JPEG slots' memfd
+// as SCM_RIGHTS when the session writes JPEGs that way, or "ERROR <reason>". A file
+// descriptor cannot travel over gRPC, hence this side door; the key, which only the
+// session's own stream was told, decides which session it is.
 #pragma once
 
 #include <memory>

@@ -133,6 +133,15 @@ StatusOr<Job> ParseJobSpec(const v1::JobSpec& spec, const JobLimits& limits) {
       default: return InvalidArgument("spec.output.container.format: unknown value");
     }
   }
+  if (spec.has_output() && spec.output().has_frames()) {
+    const uint32_t slots = spec.output().frames().shared_memory_slots();
+    const std::string field = "spec.output.frames.shared_memory_slots";
+    if (slots > static_cast<uint32_t>(kMaxSharedMemorySlots)) {
+      return InvalidArgument(field + ": " + std::to_string(slots) + " is above " +
+                             std::to_string(kMaxSharedMemorySlots));
+    }
+    job.output_shared_slots = static_cast<int>(slots);
+  }
   job.audio = spec.audio_passthrough();
   if (job.audio && !job.container_input) return InvalidArgument("spec.audio_passthrough: needs container input");
   if (job.audio && !job.container_output) return InvalidArgument("spec.audio_passthrough: needs container output");

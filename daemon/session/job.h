@@ -42,6 +42,7 @@ struct Job {
 
   std::vector<RequestedRendition> renditions;
   bool container_output = false;
+  int output_shared_slots = 0;  // > 0: JPEGs go into shared-memory slots (shared_jpegs.h)
   media::ContainerFormat container = media::ContainerFormat::kMatroska;
   bool audio = false;
   std::string label;

@@ -1,7 +1,11 @@
 // A Transcode stream's pipeline (see session.h).
 #include "session.h"
 
+#include <fcntl.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 #include <spdlog/spdlog.h>
 
@@ -80,7 +84,7 @@ double Session::IdleSeconds() const { return (NowNs() - last_activity_ns_.load()
 
 bool Session::HasUnsentOutput() const {
   std::lock_guard<std::mutex> lock(state_mu_);
-  return unsent_bytes_ > 0;
+  return unsent_bytes_ > 0 || (shared_out_ && shared_out_->AwaitingRelease());
 }
 
 StatusOr<bool> Session::TryPushContainerBytes(std::vector<uint8_t>& chunk) {
@@ -148,16 +152,45 @@ void Session::EnableSharedMemory(std::string attach_socket, std::string attach_k
   attach_key_ = std::move(attach_key);
 }
 
-Status Session::AttachSharedMemory(int fd) {
-  if (job_.shared_memory_slots == 0) return FailedPrecondition("this session takes no shared memory");
+StatusOr<UniqueFd> Session::AttachSharedMemory(int input_fd) {
+  if (job_.shared_memory_slots == 0 && job_.output_shared_slots == 0) {
+    return FailedPrecondition("this session takes no shared memory");
+  }
   std::lock_guard<std::mutex> lock(raw_mu_);
-  if (shared_) return FailedPrecondition("this session has its shared memory already");
-  ASSIGN_OR_RETURN(shared_, SharedFrameMemory::Map(fd, job_.shared_memory_slots, job_.RawFrameBytes()));
-  const Status registered = shared_->RegisterWith(lane_->worker());
-  spdlog::debug("session {}: shared memory attached, {} slots of {} bytes, {}", id_, shared_->slots(),
-                shared_->slot_bytes(),
-                registered.ok() ? "read in place" : "copied (" + registered.ToString() + ")");
-  raw_cv_.notify_all();
+  if (attached_) return FailedPrecondition("this session has its shared memory already");
+  UniqueFd output;
+  if (job_.output_shared_slots > 0) {
+    std::lock_guard<std::mutex> state_lock(state_mu_);
+    if (!shared_out_) return FailedPrecondition("the session has not started; attach after Started");
+    output = UniqueFd(fcntl(shared_out_->fd(), F_DUPFD_CLOEXEC, 0));
+    if (!output.valid()) return ResourceExhausted(std::string("fcntl(F_DUPFD_CLOEXEC): ") + std::strerror(errno));
+  }
+  if (job_.shared_memory_slots > 0) {
+    if (input_fd < 0) return FailedPrecondition("no memfd came with the key (send it as SCM_RIGHTS)");
+    ASSIGN_OR_RETURN(shared_, SharedFrameMemory::Map(input_fd, job_.shared_memory_slots, job_.RawFrameBytes()));
+    const Status registered = shared_->RegisterWith(lane_->worker());
+    spdlog::debug("session {}: shared memory attached, {} slots of {} bytes, {}", id_, shared_->slots(),
+                  shared_->slot_bytes(),
+                  registered.ok() ? "read in place" : "copied (" + registered.ToString() + ")");
+    raw_cv_.notify_all();
+  } else if (input_fd >= 0) {
+    return FailedPrecondition("this session takes no frame memfd (spec.raw.shared_memory_slots is 0); send the key "
+                              "alone");
+  }
+  attached_ = true;
+  return output;
+}
+
+Status Session::ReleaseOutputSlot(uint32_t slot) {
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    if (!shared_out_) {
+      return InvalidArgument("output_slot_released: this job's JPEGs come in OutputPacket.data "
+                             "(spec.output.frames.shared_memory_slots is 0)");
+    }
+    RETURN_IF_ERROR(shared_out_->Release(slot));
+  }
+  Touch();
   return OkStatus();
 }
 
@@ -337,6 +370,22 @@ Status Session::BeginOutput(int width, int height, int rate_num, int rate_den, i
   started->set_source_height(height);
   started->set_source_codec(codec);
   started->set_rotation_degrees(rotation);
+  if (job_.output_shared_slots > 0) {
+    std::vector<std::pair<int, int>> sizes;
+    for (const Rendition& rendition : renditions_) {
+      sizes.emplace_back(rendition.width == 0 ? width : rendition.width,
+                         rendition.height == 0 ? height : rendition.height);
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<SharedJpegSlots> slots,
+                     SharedJpegSlots::Create(job_.output_shared_slots, SharedJpegSlotBytes(sizes), "conveyor-jpegs"));
+    v1::SharedMemoryOutput* shm = started->mutable_shared_memory_output();
+    shm->set_attach_socket(attach_socket_);
+    shm->set_attach_key(attach_key_);
+    shm->set_slot_bytes(slots->slot_bytes());
+    shm->set_slots(static_cast<uint32_t>(slots->slots()));
+    std::lock_guard<std::mutex> lock(state_mu_);
+    shared_out_ = std::move(slots);
+  }
   if (job_.shared_memory_slots > 0) {
     v1::SharedMemoryInput* shm = started->mutable_shared_memory();
     shm->set_attach_socket(attach_socket_);
@@ -541,19 +590,7 @@ void Session::OnFrameDone(int64_t pts, FrameResult&& result) {
         }
         continue;
       }
-      size_t offset = 0;
-      do {
-        const size_t n = std::min(options_.message_bytes, jpeg.size() - offset);
-        v1::TranscodeResponse r;
-        v1::OutputPacket* p = r.mutable_packet();
-        p->set_rendition(static_cast<uint32_t>(i));
-        p->set_frame_index(index);
-        p->set_pts(pts);
-        jpeg.AppendRangeTo(offset, n, p->mutable_data());
-        offset += n;
-        p->set_end_of_frame(offset == jpeg.size());
-        Send(std::move(r));
-      } while (offset < jpeg.size());
+      SendJpeg(static_cast<uint32_t>(i), index, pts, jpeg);
       bytes_out_ += jpeg.size();
       meter_.BytesOut(jpeg.size());
     }
@@ -579,6 +616,48 @@ void Session::OnFrameDone(int64_t pts, FrameResult&& result) {
     ++completed_;
   }
   state_cv_.notify_all();
+}
+
+void Session::SendJpeg(uint32_t rendition, uint64_t index, int64_t pts, const JpegBytes& jpeg) {
+  v1::TranscodeResponse r;
+  v1::OutputPacket* p = r.mutable_packet();
+  p->set_rendition(rendition);
+  p->set_frame_index(index);
+  p->set_pts(pts);
+  int slot = -1;
+  uint8_t* to = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    if (shared_out_ && jpeg.size() <= shared_out_->slot_bytes()) slot = shared_out_->Take();
+    if (slot >= 0) to = shared_out_->slot(slot);
+  }
+  if (slot >= 0) {
+    // The slot is this thread's until the packet naming it reaches the client.
+    size_t at = 0;
+    jpeg.ForEachPiece([&](const uint8_t* data, size_t size) {
+      std::memcpy(to + at, data, size);
+      at += size;
+    });
+    p->mutable_shared()->set_slot(static_cast<uint32_t>(slot));
+    p->mutable_shared()->set_size(jpeg.size());
+    p->set_end_of_frame(true);
+    {
+      std::lock_guard<std::mutex> lock(state_mu_);
+      shared_out_->MarkSent(slot);
+    }
+    Send(std::move(r));
+    return;
+  }
+  size_t offset = 0;
+  do {
+    const size_t n = std::min(options_.message_bytes, jpeg.size() - offset);
+    v1::TranscodeResponse part = r;  // the header fields; data follows
+    v1::OutputPacket* q = part.mutable_packet();
+    jpeg.AppendRangeTo(offset, n, q->mutable_data());
+    offset += n;
+    q->set_end_of_frame(offset == jpeg.size());
+    Send(std::move(part));
+  } while (offset < jpeg.size());
 }
 
 Status Session::WaitForAllFrames() {

@@ -25,6 +25,7 @@
 #include "scheduler.h"
 #include "session_meter.h"
 #include "shared_frames.h"
+#include "shared_jpegs.h"
 #include "status.h"
 
 namespace conveyor {
@@ -80,14 +81,21 @@ class Session : public std::enable_shared_from_this<Session> {
   StatusOr<bool> TryPushSharedFrame(const v1::SharedFrame& frame);
   void EndOfInput();
 
-  // Shared-memory input (shared_frames.h), for a job with raw.shared_memory_slots: where
-  // the client attaches its memfd, and the key that names this session there. Set once,
-  // before Start(); Started carries them.
+  // Shared memory (shared_frames.h for input, shared_jpegs.h for output), for a job with
+  // raw.shared_memory_slots or output.frames.shared_memory_slots: where the client
+  // attaches, and the key that names this session there. Set once, before Start();
+  // Started carries them.
   void EnableSharedMemory(std::string attach_socket, std::string attach_key);
   const std::string& attach_key() const { return attach_key_; }
-  // The client's memfd, from the attach socket; the caller keeps and closes `fd`.
-  // FAILED_PRECONDITION when the session takes none, has one already, or `fd` is unfit.
-  Status AttachSharedMemory(int fd);
+  // The attach, once per session: `input_fd` is the client's memfd of frame slots (-1:
+  // none came; the caller keeps and closes it). Returns the descriptor of the JPEG slots
+  // to hand back (a duplicate, the caller's to close), or none when the job has none.
+  // FAILED_PRECONDITION when the session takes no shared memory, is attached already, or
+  // the memfd is missing or unfit.
+  StatusOr<UniqueFd> AttachSharedMemory(int input_fd);
+  // The client's OutputSlotReleased; INVALID_ARGUMENT (the session ends) for a slot that
+  // holds no JPEG sent to it.
+  Status ReleaseOutputSlot(uint32_t slot);
   // Stops the session: queued frames are dropped, the stream ends with `status`.
   void Cancel(Status status);
 
@@ -123,6 +131,9 @@ class Session : public std::enable_shared_from_this<Session> {
   Status SubmitFrame(const FrameView& view, int64_t pts, std::shared_ptr<void> keepalive,
                      std::function<void()> on_input_released = nullptr);
   void OnFrameDone(int64_t pts, FrameResult&& result);
+  // Sends rendition `rendition` of frame `index`: into a free shared JPEG slot when the
+  // job has them and it fits, else in OutputPacket.data messages.
+  void SendJpeg(uint32_t rendition, uint64_t index, int64_t pts, const JpegBytes& jpeg);
   Status WaitForAllFrames();
   // After a failure: until every frame the worker took has completed (the lane's queued
   // ones were dropped), or `timeout`. False on the timeout.
@@ -165,6 +176,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool input_ended_ = false;
   std::string attach_socket_, attach_key_;       // set before Start()
   std::shared_ptr<SharedFrameMemory> shared_;    // guarded by raw_mu_
+  bool attached_ = false;                        // guarded by raw_mu_
   std::atomic<uint32_t> shared_busy_{0};         // a bit per slot sent and not yet released
 
   std::vector<Rendition> renditions_;
@@ -176,6 +188,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::condition_variable state_cv_;
   uint64_t submitted_ = 0, completed_ = 0;
   size_t unsent_bytes_ = 0;
+  std::unique_ptr<SharedJpegSlots> shared_out_;  // slot states guarded; made in BeginOutput, before Started
   Status failure_;
   bool cancelled_ = false;
 

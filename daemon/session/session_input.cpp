@@ -4,6 +4,11 @@
 namespace conveyor {
 
 bool SessionInput::Offer(v1::TranscodeRequest& request) {
+  // A release takes no input room, so it is never held back: the daemon's JPEG slots
+  // come free even while input waits.
+  if (request.message_case() == v1::TranscodeRequest::kOutputSlotReleased) {
+    return Settle(session_->ReleaseOutputSlot(request.output_slot_released().slot()), true);
+  }
   Status failure;
   bool read_next = false;
   {

@@ -58,17 +58,21 @@ StatusOr<std::shared_ptr<Session>> SessionManager::Create(const v1::JobSpec& spe
   if (!parsed.ok()) return reject(metrics::SessionRejection::kInvalidSpec, parsed.status());
   Job job = std::move(parsed).value();
   std::string attach_key;
-  if (job.shared_memory_slots > 0) {
+  if (job.shared_memory_slots > 0 || job.output_shared_slots > 0) {
+    const bool input = job.shared_memory_slots > 0;
+    const std::string field =
+        input ? "spec.raw.shared_memory_slots" : "spec.output.frames.shared_memory_slots";
     if (!unix_peer) {
       return reject(metrics::SessionRejection::kInvalidSpec,
-                    FailedPrecondition("spec.raw.shared_memory_slots: shared-memory input needs a client on this "
-                                       "host, connected over the daemon's unix socket"));
+                    FailedPrecondition(field + ": shared memory needs a client on this host, connected over the "
+                                               "daemon's unix socket"));
     }
     if (shared_memory_socket.empty()) {
       return reject(metrics::SessionRejection::kInvalidSpec,
-                    FailedPrecondition("spec.raw.shared_memory_slots: this daemon takes no shared-memory input "
-                                       "(server.shared_memory_input is false, or it has no unix socket); "
-                                       "send frames as frame_chunk messages"));
+                    FailedPrecondition(field + ": this daemon has no shared memory (server.shared_memory_input is "
+                                               "false, or it has no unix socket); " +
+                                       (input ? "send frames as frame_chunk messages"
+                                              : "leave it 0 for JPEGs in OutputPacket.data")));
     }
     ASSIGN_OR_RETURN(attach_key, NewAttachKey());
   }
@@ -222,7 +226,7 @@ void SessionManager::SetSharedMemorySocket(std::string path) {
   shared_memory_socket_ = std::move(path);
 }
 
-Status SessionManager::AttachSharedMemory(const std::string& key, int fd) {
+StatusOr<UniqueFd> SessionManager::AttachSharedMemory(const std::string& key, int fd) {
   std::shared_ptr<Session> found;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -56,9 +56,10 @@ class SessionManager {
   // The socket clients hand their shared-memory frames to (rpc/frame_attach_server.h);
   // "" (the default): none, and shared-memory input is refused. Set before serving.
   void SetSharedMemorySocket(std::string path);
-  // The attach socket's request: `fd` for the session whose attach key is `key`. The
-  // caller keeps and closes `fd`. NOT_FOUND for an unknown key.
-  Status AttachSharedMemory(const std::string& key, int fd);
+  // The attach socket's request: `fd` (-1: none came) for the session whose attach key is
+  // `key`, which the caller keeps and closes. Returns the session's JPEG slots to hand
+  // back, if it has them (Session::AttachSharedMemory). NOT_FOUND for an unknown key.
+  StatusOr<UniqueFd> AttachSharedMemory(const std::string& key, int fd);
   // Waits until no session is left or the timeout passes; true when none is left.
   bool WaitUntilIdle(double timeout_s);
   Scheduler& scheduler() { return *scheduler_; }

@@ -1,7 +1,8 @@
-// The client's side of shared-memory raw input (RawInput.shared_memory_slots), written
-// from the proto's description alone, for the end-to-end tests and the daemon benchmark:
-// a sealed memfd of frame slots, mapped read-write, and the attach handshake on the
-// daemon's attach socket.
+// The client's side of shared memory, written from the proto's description alone, for
+// the end-to-end tests and the daemon benchmark: raw input (RawInput.shared_memory_slots),
+// a sealed memfd of frame slots mapped read-write; JPEG output (JpegFramesOutput.
+// shared_memory_slots), the daemon's memfd mapped read-only; and the attach handshake on
+// the daemon's attach socket that swaps them.
 #pragma once
 
 #include <condition_variable>
@@ -12,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "conveyor/v1/transcoder.pb.h"
 
@@ -40,15 +42,45 @@ class SharedFrameSlots {
   size_t slot_bytes_;
 };
 
-// The client's view of its slots: Started (where to attach) and SlotReleased, fed by the
-// thread that reads responses, waited on by the one that writes frames. End() (the
-// stream is over) wakes every wait.
+// The daemon's JPEG slots (Started.shared_memory_output), mapped read-only from the
+// descriptor the attach handed back; this object closes it.
+class SharedJpegSlotsView {
+ public:
+  // Null with `error` set on failure.
+  static std::unique_ptr<SharedJpegSlotsView> Map(int fd, uint32_t slots, uint64_t slot_bytes, std::string* error);
+  ~SharedJpegSlotsView();
+  SharedJpegSlotsView(const SharedJpegSlotsView&) = delete;
+  SharedJpegSlotsView& operator=(const SharedJpegSlotsView&) = delete;
+
+  // The JPEG an OutputPacket.shared names; empty if it lies outside the mapping.
+  std::vector<uint8_t> Read(const v1::SharedJpeg& jpeg) const;
+  int fd() const { return fd_; }
+
+ private:
+  SharedJpegSlotsView(int fd, const uint8_t* base, size_t length, uint64_t slot_bytes)
+      : fd_(fd), base_(base), length_(length), slot_bytes_(slot_bytes) {}
+
+  int fd_;
+  const uint8_t* base_;
+  size_t length_;
+  uint64_t slot_bytes_;
+};
+
+// The client's view of its slots: Started (where to attach), SlotReleased, and the JPEG
+// slots the daemon filled (OutputPacket.shared), fed by the thread that reads responses,
+// waited on by the one that writes (which also sends the releases: a gRPC stream has one
+// writer). End() (the stream is over) wakes every wait.
 class SharedSlotTracker {
  public:
   void OnResponse(const v1::TranscodeResponse& r);
   void End();
   // Started's shared_memory; none once the stream ended without it or after `timeout_s`.
   std::optional<v1::SharedMemoryInput> WaitStarted(double timeout_s);
+  // Started itself, for the output side; none as above.
+  std::optional<v1::Started> WaitStartedMessage(double timeout_s);
+  // JPEG slots filled since the last call, to be released; waits up to `timeout_s` for
+  // at least `at_least` of them.
+  std::vector<uint32_t> TakeFilledOutputSlots(size_t at_least = 0, double timeout_s = 0);
   // A free slot, taken; -1 once the stream ended or after `timeout_s` without one.
   int TakeFreeSlot(double timeout_s);
   int released() const;
@@ -57,6 +89,8 @@ class SharedSlotTracker {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::optional<v1::SharedMemoryInput> shm_;
+  std::optional<v1::Started> started_;
+  std::vector<uint32_t> filled_;
   std::set<uint32_t> free_;
   int released_ = 0;
   bool ended_ = false;
@@ -64,7 +98,19 @@ class SharedSlotTracker {
 
 // Connects to `socket`, sends `key` with `fd` as SCM_RIGHTS (fd < 0: none) and returns
 // the daemon's answer line without its newline ("OK" or "ERROR ..."), or "CLIENT ..."
-// when this side failed.
-std::string AttachSharedFrames(const std::string& socket, const std::string& key, int fd);
+// when this side failed. A descriptor that came with the answer (the JPEG slots) goes to
+// `received` (-1: none; the caller closes it), or is closed when `received` is null.
+std::string AttachSharedFrames(const std::string& socket, const std::string& key, int fd, int* received = nullptr);
+
+// Sends OutputSlotReleased for each slot.
+template <class Stream>
+bool ReleaseOutputSlots(Stream* stream, const std::vector<uint32_t>& slots) {
+  for (uint32_t slot : slots) {
+    v1::TranscodeRequest r;
+    r.mutable_output_slot_released()->set_slot(slot);
+    if (!stream->Write(r)) return false;
+  }
+  return true;
+}
 
 }  // namespace conveyor::e2e

@@ -201,8 +201,8 @@ TEST(SharedMemoryOverTcp, IsRefusedWithFailedPrecondition) {
   call.spec = SharedSpec(2);
   const TranscodeOutcome out = RunTranscode(stub.get(), call);
   EXPECT_EQ(out.status.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << out.status.error_message();
-  EXPECT_NE(out.status.error_message().find("spec.raw.shared_memory_slots: shared-memory input needs a client on "
-                                            "this host"),
+  EXPECT_NE(out.status.error_message().find("spec.raw.shared_memory_slots: shared memory needs a client on this "
+                                            "host"),
             std::string::npos)
       << out.status.error_message();
   EXPECT_EQ(daemon.Stop(), 0);

@@ -34,6 +34,11 @@ TranscodeOutcome RunTranscode(v1::Transcoder::Stub* stub, const TranscodeCall& c
     } else if (r.has_packet()) {
       const v1::OutputPacket& p = r.packet();
       std::vector<uint8_t>& buf = partial[p.rendition()];
+      if (p.has_shared()) {
+        out.shared_packets++;
+        const std::vector<uint8_t> jpeg = call.read_shared ? call.read_shared(p.shared()) : std::vector<uint8_t>();
+        buf.insert(buf.end(), jpeg.begin(), jpeg.end());
+      }
       buf.insert(buf.end(), p.data().begin(), p.data().end());
       if (p.end_of_frame()) {
         out.frames[p.rendition()].push_back(std::move(buf));

@@ -26,6 +26,7 @@ struct TranscodeOutcome {
   std::map<uint32_t, std::vector<int64_t>> pts;
   std::map<uint32_t, std::vector<uint8_t>> containers;  // ContainerChunk bytes joined
   int progress_messages = 0;
+  int shared_packets = 0;  // OutputPackets whose JPEG was in a shared-memory slot
   bool summary_seen = false;
   v1::Summary summary;
   size_t largest_message = 0;
@@ -40,6 +41,9 @@ struct TranscodeCall {
   // Called after each response is read; may cancel `context`.
   std::function<void(const v1::TranscodeResponse&, grpc::ClientContext*)> on_response;
   bool half_close = true;
+  // Shared-memory output: the JPEG an OutputPacket.shared names, read before on_response
+  // sees the packet (which may then release the slot).
+  std::function<std::vector<uint8_t>(const v1::SharedJpeg&)> read_shared;
 };
 
 TranscodeOutcome RunTranscode(v1::Transcoder::Stub* stub, const TranscodeCall& call);

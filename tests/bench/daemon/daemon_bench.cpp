@@ -48,6 +48,7 @@ struct Options {
   std::string raw_file;  // raw: frames already decoded (a host without ffmpeg, e.g. the GPU host)
   bool lockstep = false;  // raw: one frame in flight per session (gRPC overhead)
   int shared_memory_slots = 0;  // raw: frames through shared memory instead of messages
+  int shared_output_slots = 0;  // raw: JPEGs through the daemon's shared memory instead of messages
   int ffmpeg_threads = 0;
   std::string reference = "auto";  // auto | ffmpeg | libav | none
   std::string reference_bin;       // libav: the conveyor-bench-libav-mjpeg binary
@@ -106,7 +107,9 @@ SessionResult RunSession(v1::Transcoder::Stub* stub, const Options& o, const std
   std::mutex mu;
   std::vector<Clock::time_point> sent;  // raw: when frame i's last chunk went out
   std::atomic<uint64_t> received{0};
-  e2e::SharedSlotTracker shm;  // shared-memory input: Started and the released slots
+  e2e::SharedSlotTracker shm;  // shared memory: Started, the released and the filled slots
+  std::unique_ptr<e2e::SharedJpegSlotsView> jpeg_memory;
+  std::atomic<const e2e::SharedJpegSlotsView*> jpegs{nullptr};  // mapped before the first frame is sent
   const auto t0 = Clock::now();
   std::thread writer([&] {
     v1::TranscodeRequest spec;
@@ -121,6 +124,7 @@ SessionResult RunSession(v1::Transcoder::Stub* stub, const Options& o, const std
       s->mutable_container();
     }
     s->add_renditions()->set_quality(o.quality);
+    s->mutable_output()->mutable_frames()->set_shared_memory_slots(static_cast<uint32_t>(o.shared_output_slots));
     if (!stream->Write(spec)) return;
     if (raw_w == 0) {
       for (size_t off = 0; off < input.size(); off += 1 << 20) {
@@ -131,13 +135,30 @@ SessionResult RunSession(v1::Transcoder::Stub* stub, const Options& o, const std
     } else {
       const size_t frames = input.size() / frame_bytes;
       std::unique_ptr<e2e::SharedFrameSlots> memory;
-      if (o.shared_memory_slots > 0) {
-        const std::optional<v1::SharedMemoryInput> info = shm.WaitStarted(60);
-        if (!info) return;
-        std::string error;
-        memory = e2e::SharedFrameSlots::Create(info->slots(), info->slot_bytes(), &error);
-        const std::string answer =
-            memory ? e2e::AttachSharedFrames(info->attach_socket(), info->attach_key(), memory->fd()) : error;
+      if (o.shared_memory_slots > 0 || o.shared_output_slots > 0) {
+        const std::optional<v1::Started> started = shm.WaitStartedMessage(60);
+        if (!started) return;
+        const v1::SharedMemoryInput& in = started->shared_memory();
+        const v1::SharedMemoryOutput& out = started->shared_memory_output();
+        std::string error, answer;
+        if (o.shared_memory_slots > 0) {
+          memory = e2e::SharedFrameSlots::Create(in.slots(), in.slot_bytes(), &error);
+          if (!memory) answer = error;
+        }
+        int received = -1;
+        if (answer.empty()) {
+          answer = e2e::AttachSharedFrames(memory ? in.attach_socket() : out.attach_socket(),
+                                           memory ? in.attach_key() : out.attach_key(), memory ? memory->fd() : -1,
+                                           &received);
+        }
+        if (answer == "OK" && o.shared_output_slots > 0) {
+          jpeg_memory = received >= 0 ? e2e::SharedJpegSlotsView::Map(received, out.slots(), out.slot_bytes(), &error)
+                                      : nullptr;
+          if (!jpeg_memory) answer = "no JPEG slots: " + error;
+          jpegs = jpeg_memory.get();
+        } else if (received >= 0) {
+          close(received);
+        }
         if (answer != "OK") {
           res.failure = "attach: " + answer;
           ctx.TryCancel();
@@ -175,12 +196,24 @@ SessionResult RunSession(v1::Transcoder::Stub* stub, const Options& o, const std
         if (o.lockstep) {
           while (received.load() <= i) std::this_thread::sleep_for(std::chrono::microseconds(20));
         }
+        // JPEG slots the reader has copied out go back before the next frame.
+        if (o.shared_output_slots > 0 && !e2e::ReleaseOutputSlots(stream.get(), shm.TakeFilledOutputSlots())) return;
       }
     }
     stream->WritesDone();
   });
   v1::TranscodeResponse r;
   while (stream->Read(&r)) {
+    if (r.has_packet() && r.packet().has_shared()) {
+      // What a client keeping the image does: copy it out, so that the slot can go back.
+      const e2e::SharedJpegSlotsView* view = jpegs.load();
+      const std::vector<uint8_t> jpeg = view ? view->Read(r.packet().shared()) : std::vector<uint8_t>();
+      if (jpeg.empty()) {
+        res.failure = "an OutputPacket named a JPEG slot outside the mapping";
+        ctx.TryCancel();
+      }
+      res.bytes += jpeg.size();
+    }
     shm.OnResponse(r);
     if (r.has_packet()) {
       res.bytes += r.packet().data().size();
@@ -426,7 +459,8 @@ int Run(const Options& o) {
 
   std::printf("conveyor-bench-daemon  %s, %d session(s), q%d, %s input, worker %s\n", o.input.c_str(), o.sessions,
               o.quality, raw_w ? ("raw " + o.raw_size + (o.lockstep ? " lockstep" : "") +
-                        (o.shared_memory_slots > 0 ? " shared-memory" : "")).c_str()
+                        (o.shared_memory_slots > 0 ? " shared-memory" : "") +
+                        (o.shared_output_slots > 0 ? ", JPEGs in shared memory" : "")).c_str()
                      : "container", worker.c_str());
   std::printf("%-34s %10s %14s %12s %12s\n", "", "frames/s", "bytes/frame", "lat p50", "lat p99");
   std::printf("%-34s %10.1f %14.0f %10.2fms %10.2fms\n", "conveyord (gRPC, end to end)", fps, our_bpf,
@@ -504,6 +538,9 @@ int main(int argc, char** argv) {
   app.add_option("--shared-memory", o.shared_memory_slots,
                  "Raw: send frames through this many shared-memory slots (RawInput.shared_memory_slots) "
                  "instead of in messages");
+  app.add_option("--shared-output", o.shared_output_slots,
+                 "Raw: JPEGs through this many of the daemon's shared-memory slots "
+                 "(JpegFramesOutput.shared_memory_slots) instead of in messages");
   app.add_option("--raw-file", o.raw_file, "Raw: yuv420p frames of --raw WxH already decoded (no ffmpeg needed)");
   app.add_option("--ffmpeg-threads", o.ffmpeg_threads, "ffmpeg -threads (0: its default)");
   app.add_option("--reference", o.reference,
@@ -513,5 +550,9 @@ int main(int argc, char** argv) {
                  "conveyor-bench-libav-mjpeg, the reference for a host without the ffmpeg CLI");
   app.add_option("--daemon-arg", o.daemon_args, "Extra conveyord flag (repeatable)");
   CLI11_PARSE(app, argc, argv);
+  if (o.shared_output_slots > 0 && o.raw_size.empty()) {
+    std::fprintf(stderr, "conveyor-bench-daemon: --shared-output needs --raw (the client attaches before its first frame)\n");
+    return 2;
+  }
   return conveyor::bench::Run(o);
 }

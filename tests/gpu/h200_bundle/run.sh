@@ -19,4 +19,10 @@ echo "== raw lockstep"; ./conveyor-bench-daemon $D --input n1080.mp4 --raw 1920x
 # Raw frames through shared memory (RawInput.shared_memory_slots): the GPU worker uploads
 # from the registered mapping, or copies where the runtime refuses read-only pages.
 for s in 1 4; do echo "== raw shared memory, $s sessions"; ./conveyor-bench-daemon $D --input n1080.mp4 --raw 1920x1080 --raw-file /tmp/n1080.yuv --sessions $s --shared-memory 4 2>&1 | grep -vE "^\{"; done
-echo "== raw shared memory lockstep"; ./conveyor-bench-daemon $D --input n1080.mp4 --raw 1920x1080 --raw-file /tmp/n1080.yuv --sessions 1 --lockstep --shared-memory 2 2>&1 | grep -vE "^\{"
+# JPEGs back through the daemon's shared memory too (JpegFramesOutput.shared_memory_slots).
+for s in 1 4; do echo "== raw shared memory both ways, $s sessions"; ./conveyor-bench-daemon $D --input n1080.mp4 --raw 1920x1080 --raw-file /tmp/n1080.yuv --sessions $s --shared-memory 4 --shared-output 4 2>&1 | grep -vE "^\{"; done
+# Lockstep, JPEGs in messages and in shared memory, alternating.
+for i in 1 2 3; do
+  echo "== raw shared memory lockstep, round $i"; ./conveyor-bench-daemon $D --input n1080.mp4 --raw 1920x1080 --raw-file /tmp/n1080.yuv --sessions 1 --lockstep --shared-memory 2 2>&1 | grep -E "lockstep|conveyord \("
+  echo "== raw shared memory both ways lockstep, round $i"; ./conveyor-bench-daemon $D --input n1080.mp4 --raw 1920x1080 --raw-file /tmp/n1080.yuv --sessions 1 --lockstep --shared-memory 2 --shared-output 2 2>&1 | grep -E "lockstep|conveyord \("
+done

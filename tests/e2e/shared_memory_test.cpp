@@ -24,15 +24,7 @@ namespace {
 constexpr int kWidth = 96, kHeight = 64;
 
 v1::JobSpec SharedSpec(uint32_t slots, int quality = 90) {
-  v1::JobSpec spec;
-  v1::RawInput* raw = spec.mutable_raw();
-  raw->set_pixel_format(v1::PIXEL_FORMAT_YUV420P);
-  raw->set_width(kWidth);
-  raw->set_height(kHeight);
-  raw->mutable_frame_rate()->set_num(30);
-  raw->mutable_frame_rate()->set_den(1);
-  raw->set_color_matrix(v1::COLOR_MATRIX_BT709);
-  raw->set_shared_memory_slots(slots);
+  v1::JobSpec spec = RawYuv420pSpec(kWidth, kHeight, slots);
   spec.add_renditions()->set_quality(quality);
   return spec;
 }

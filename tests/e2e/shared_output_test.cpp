@@ -27,15 +27,7 @@ constexpr int kQualities[] = {90, 60};
 // Raw yuv420p frames, in shared memory when `input_slots` > 0, and two renditions of
 // the source size (qualities 90 and 60) into `output_slots` JPEG slots.
 v1::JobSpec Spec(uint32_t input_slots, uint32_t output_slots) {
-  v1::JobSpec spec;
-  v1::RawInput* raw = spec.mutable_raw();
-  raw->set_pixel_format(v1::PIXEL_FORMAT_YUV420P);
-  raw->set_width(kWidth);
-  raw->set_height(kHeight);
-  raw->mutable_frame_rate()->set_num(30);
-  raw->mutable_frame_rate()->set_den(1);
-  raw->set_color_matrix(v1::COLOR_MATRIX_BT709);
-  raw->set_shared_memory_slots(input_slots);
+  v1::JobSpec spec = RawYuv420pSpec(kWidth, kHeight, input_slots);
   for (int q : kQualities) spec.add_renditions()->set_quality(static_cast<uint32_t>(q));
   spec.mutable_output()->mutable_frames()->set_shared_memory_slots(output_slots);
   return spec;

@@ -61,6 +61,19 @@ TranscodeOutcome RunTranscode(v1::Transcoder::Stub* stub, const TranscodeCall& c
   return out;
 }
 
+v1::JobSpec RawYuv420pSpec(int width, int height, uint32_t shared_memory_slots) {
+  v1::JobSpec spec;
+  v1::RawInput* raw = spec.mutable_raw();
+  raw->set_pixel_format(v1::PIXEL_FORMAT_YUV420P);
+  raw->set_width(static_cast<uint32_t>(width));
+  raw->set_height(static_cast<uint32_t>(height));
+  raw->mutable_frame_rate()->set_num(30);
+  raw->mutable_frame_rate()->set_den(1);
+  raw->set_color_matrix(v1::COLOR_MATRIX_BT709);
+  raw->set_shared_memory_slots(shared_memory_slots);
+  return spec;
+}
+
 bool SendFileChunks(TranscodeStream* stream, const std::string& path, size_t chunk) {
   std::ifstream in(path, std::ios::binary);
   std::string buf(chunk, '\0');

@@ -48,6 +48,10 @@ struct TranscodeCall {
 
 TranscodeOutcome RunTranscode(v1::Transcoder::Stub* stub, const TranscodeCall& call);
 
+// A raw yuv420p job of width x height at 30 frames/s, BT.709, frames in shared memory
+// when `shared_memory_slots` > 0; no renditions yet.
+v1::JobSpec RawYuv420pSpec(int width, int height, uint32_t shared_memory_slots = 0);
+
 // Sends a file's bytes as container_chunk messages of `chunk` bytes.
 bool SendFileChunks(TranscodeStream* stream, const std::string& path, size_t chunk = 1 << 20);
 

@@ -350,18 +350,23 @@ def vp9_odd_size_to_mov(ctx):
 # ================================================================ 4
 
 
+def raw_yuv420p_frames(raw_path, w, hh, n):
+    """n frames of testsrc at w x hh as yuv420p, written to raw_path; returns their bytes."""
+    h.ffmpeg(*(testsrc("%dx%d" % (w, hh)) + ["-frames:v", str(n), "-pix_fmt", "yuv420p", "-f", "rawvideo", raw_path]))
+    fs = w * hh * 3 // 2
+    with open(raw_path, "rb") as f:
+        data = f.read()
+    check(len(data) == fs * n, "raw source is %d bytes, want %d" % (len(data), fs * n))
+    return [data[k * fs:(k + 1) * fs] for k in range(n)]
+
+
 @case
 def raw_yuv420p_to_frames(ctx):
     pb = ctx.pb
     # 1280x720: a frame is 1,382,400 bytes, so each travels as two chunks (1 MiB + rest).
     w, hh, n = 1280, 720, 24
     raw_path = ctx.path("src.yuv")
-    h.ffmpeg(*(testsrc("%dx%d" % (w, hh)) + ["-frames:v", str(n), "-pix_fmt", "yuv420p", "-f", "rawvideo", raw_path]))
-    fs = w * hh * 3 // 2
-    with open(raw_path, "rb") as f:
-        data = f.read()
-    check(len(data) == fs * n, "raw source is %d bytes, want %d" % (len(data), fs * n))
-    frames_in = [(k, data[k * fs:(k + 1) * fs]) for k in range(n)]
+    frames_in = list(enumerate(raw_yuv420p_frames(raw_path, w, hh, n)))
     spec = raw_spec(pb, pb.PIXEL_FORMAT_YUV420P, w, hh, rate=(25, 1), label="pye2e raw",
                     renditions=[pb.RenditionSpec(name="source"), pb.RenditionSpec(name="small", width=320)])
     out = h.transcode(ctx.stub, pb, spec, h.raw_frame_requests(pb, frames_in, chunk=MiB))
@@ -396,6 +401,105 @@ def raw_yuv420p_to_frames(ctx):
         (len(out.frames[0]), len(out.frames[1]), out.frames[0][0].pts, out.frames[0][-1].pts,
          min(len(f.data) for f in out.frames[0]), max(len(f.data) for f in out.frames[0]), psnr_rgb))
     check(psnr_rgb > 30.0, "RGB PSNR %.2f dB of the raw input's JPEGs is implausibly low" % psnr_rgb)
+
+
+@case
+def shared_memory_both_ways(ctx):
+    """Raw frames into the client's memfd and JPEGs out of the daemon's, from the proto's
+    comments alone: memfd, seals, SCM_RIGHTS both ways on the attach socket, mmap. The
+    client runs in lockstep and releases each JPEG slot once read, so every JPEG must come
+    in a slot, and byte for byte as the same frames sent in messages."""
+    import fcntl
+    import mmap
+    import queue
+    import socket
+    pb = ctx.pb
+    w, hh, n = 320, 240, 10
+    fs = w * hh * 3 // 2
+    frames = raw_yuv420p_frames(ctx.path("shm_src.yuv"), w, hh, n)
+    renditions = [pb.RenditionSpec(name="source"), pb.RenditionSpec(name="small", width=160, quality=60)]
+
+    plain = h.transcode(ctx.stub, pb, raw_spec(pb, pb.PIXEL_FORMAT_YUV420P, w, hh, renditions=renditions),
+                        h.raw_frame_requests(pb, list(enumerate(frames))))
+    h.expect_ok(plain, "frames and JPEGs in messages")
+
+    spec = raw_spec(pb, pb.PIXEL_FORMAT_YUV420P, w, hh, renditions=renditions, label="pye2e shm")
+    spec.raw.shared_memory_slots = 2
+    spec.output.frames.shared_memory_slots = 3
+    events = queue.Queue()  # Started, then ("jpeg", slot) and ("released", slot), from the reader
+    mem = {}
+    seen = {}
+
+    def on_response(resp):
+        kind = resp.WhichOneof("message")
+        if kind == "started":
+            events.put(("started", resp.started))
+        elif kind == "slot_released":
+            events.put(("released", resp.slot_released.slot))
+        elif kind == "packet" and resp.packet.HasField("shared"):
+            events.put(("jpeg", resp.packet.shared.slot))
+
+    def read_shared(j):
+        start = j.slot * mem["out"].slot_bytes
+        return bytes(mem["jpegs"][start:start + j.size])
+
+    def requests():
+        kind, started = events.get(timeout=30)
+        check(kind == "started", "the first response is %s, not Started" % kind)
+        inp, out = started.shared_memory, started.shared_memory_output
+        check(inp.attach_key == out.attach_key and inp.attach_socket == out.attach_socket,
+              "input and output name different attaches: %s / %s" % (inp, out))
+        mem["out"] = out
+        fd = os.memfd_create("pye2e-frames", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        os.ftruncate(fd, inp.slots * inp.slot_bytes)
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
+        frames_map = mmap.mmap(fd, inp.slots * inp.slot_bytes, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.connect(inp.attach_socket)
+            socket.send_fds(s, [inp.attach_key.encode()], [fd])
+            answer, fds, _, _ = socket.recv_fds(s, 256, 2)
+        os.close(fd)  # the daemon has its own reference now
+        check(answer.startswith(b"OK") and len(fds) == 1, "attach: %r with %d descriptors" % (answer, len(fds)))
+        try:
+            mmap.mmap(fds[0], out.slot_bytes, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+            seen["writable"] = True
+        except PermissionError:
+            seen["writable"] = False
+        mem["jpegs"] = mmap.mmap(fds[0], out.slots * out.slot_bytes, mmap.MAP_SHARED, mmap.PROT_READ)
+        os.close(fds[0])
+        free = list(range(inp.slots))
+        for k in range(n):
+            while not free:
+                kind, slot = events.get(timeout=30)
+                if kind == "released":
+                    free.append(slot)
+            slot = free.pop(0)
+            frames_map[slot * inp.slot_bytes:slot * inp.slot_bytes + fs] = frames[k]
+            yield pb.TranscodeRequest(shared_frame=pb.SharedFrame(slot=slot, pts=k))
+            jpegs = 0  # this frame's two, read by the reader before it told us; now released
+            while jpegs < len(renditions):
+                kind, slot = events.get(timeout=30)
+                if kind == "released":
+                    free.append(slot)
+                elif kind == "jpeg":
+                    jpegs += 1
+                    yield pb.TranscodeRequest(output_slot_released=pb.OutputSlotReleased(slot=slot))
+
+    out = h.transcode(ctx.stub, pb, spec, requests(), read_shared=read_shared, on_response=on_response)
+    log("transcode: %s in %.2f s; %d of %d JPEGs in slots of %d bytes" %
+        (out.describe(), out.seconds, out.shared_packets, 2 * n, mem["out"].slot_bytes if "out" in mem else 0))
+    h.expect_ok(out, "shared_memory_both_ways")
+    check(seen.get("writable") is False, "the daemon's JPEG slots could be mapped writable")
+    check(out.shared_packets == 2 * n, "%d of %d JPEGs came in slots" % (out.shared_packets, 2 * n))
+    for r in range(2):
+        got = [f.data for f in out.frames[r]]
+        want = [f.data for f in plain.frames[r]]
+        check(len(got) == n and got == want,
+              "rendition %d: %d JPEGs, %d equal to the same frames sent in messages" %
+              (r, len(got), sum(a == b for a, b in zip(got, want))))
+    check_frame_pts(out, "shm", 0, range(n))
+    h.check_jpeg_frames(out.frames[1], 160, 120, ctx.work, "shm_r1")
+    check_summary(out, "shared_memory_both_ways", n, n)
 
 
 # ================================================================ 5

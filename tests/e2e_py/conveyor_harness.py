@@ -206,6 +206,7 @@ class Outcome:
         self.frames = collections.defaultdict(list)       # rendition -> [Frame]
         self.containers = collections.defaultdict(bytearray)  # rendition -> bytes
         self.progress = 0
+        self.shared_packets = 0   # OutputPackets whose JPEG was in a shared-memory slot
         self.largest_message = 0
         self.kinds = []           # response kinds in order, runs collapsed
         self.protocol_errors = []  # ordering problems seen while reading
@@ -245,8 +246,11 @@ def raw_frame_requests(pb, frames, chunk=MiB):
                 pts=pts, data=part, end_of_frame=off + len(part) >= len(data)))
 
 
-def transcode(stub, pb, spec, inputs=(), timeout_s=120):
-    """One Transcode call: spec, then `inputs` (TranscodeRequest iterable), then half-close."""
+def transcode(stub, pb, spec, inputs=(), timeout_s=120, read_shared=None, on_response=None):
+    """One Transcode call: spec, then `inputs` (TranscodeRequest iterable), then half-close.
+
+    read_shared(SharedJpeg) -> bytes reads a JPEG the daemon put in a shared-memory slot
+    (OutputPacket.shared); on_response(resp) sees every response after it is taken in."""
     import grpc
 
     def requests():
@@ -278,6 +282,9 @@ def transcode(stub, pb, spec, inputs=(), timeout_s=120):
                 elif cur[0] != p.frame_index or cur[1] != p.pts:
                     out.protocol_errors.append(
                         "rendition %d: frame %d began before frame %d ended" % (p.rendition, p.frame_index, cur[0]))
+                if p.HasField("shared"):
+                    out.shared_packets += 1
+                    cur[2] += read_shared(p.shared) if read_shared else b""
                 cur[2] += p.data
                 if p.end_of_frame:
                     out.frames[p.rendition].append(Frame(cur[0], cur[1], bytes(cur[2])))
@@ -288,6 +295,8 @@ def transcode(stub, pb, spec, inputs=(), timeout_s=120):
                 out.progress += 1
             elif kind == "summary":
                 out.summary = resp.summary
+            if on_response:
+                on_response(resp)
         out.code = grpc.StatusCode.OK
         if partial:
             out.protocol_errors.append("frames without end_of_frame at the end: %s" % sorted(partial))

@@ -4,6 +4,7 @@
 // stops reading, and sessions sharing one worker. No gRPC server or client, so the tsan
 // stage runs these and TSan sees the session layer's own threads (pipeline, dispatcher,
 // delivery, writer).
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -528,6 +529,107 @@ TEST(SessionEnd, AFailedSessionEndsOnlyOnceTheWorkerHasReturnedItsFrames) {
 // A client that stops reading: with writes held, the session stops submitting once
 // output waits unwritten, the worker drains, the raw queue fills and the reactor's reads
 // pause. Once writes resume, every frame comes out in order and the stream ends OK.
+// JPEGs into the session's shared-memory slots (JpegFramesOutput.shared_memory_slots),
+// released by the client as it reads them while the worker's delivery thread writes the
+// next ones: TSan runs this. The attach goes straight to the session here; the e2e
+// tests take the attach socket.
+TEST_F(SessionTest, JpegsInSharedSlotsAreTheEncodersAndEverySlotGoesBack) {
+  constexpr int kWidth = 64, kHeight = 48, kFrames = 16;
+  engine_.manager().SetSharedMemorySocket("/nonexistent/conveyord.frames.sock");  // only named in Started
+  v1::JobSpec spec = RawSpec(kWidth, kHeight);
+  spec.mutable_output()->mutable_frames()->set_shared_memory_slots(3);
+  StatusOr<Job> job = ParseJobSpec(spec, JobLimits{});
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  StatusOr<std::shared_ptr<Session>> created = engine_.manager().Create(spec, "", /*unix_peer=*/true);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  std::shared_ptr<Session> session = std::move(created).value();
+  std::weak_ptr<Session> weak = session;
+  const RawInput input = MakeRawInput(kWidth, kHeight, kFrames);
+
+  std::vector<std::vector<uint8_t>> got[2];
+  std::string client_error;
+  {
+    FakeReactor reactor(session, &engine_.manager());
+    reactor.Start();
+    std::thread client([&] {
+      // Waits for `n` responses written; false after the stream's timeout.
+      auto wait_written = [&](size_t n) {
+        const auto deadline = std::chrono::steady_clock::now() + kStreamTimeout;
+        while (reactor.Written().size() < n && std::chrono::steady_clock::now() < deadline) {
+          std::this_thread::sleep_for(milliseconds(1));
+        }
+        return reactor.Written().size() >= n;
+      };
+      if (!wait_written(1) || !reactor.Written()[0].has_started()) {
+        client_error = "no Started";
+        return;
+      }
+      const v1::SharedMemoryOutput shm = reactor.Written()[0].started().shared_memory_output();
+      StatusOr<UniqueFd> fd = session->AttachSharedMemory(-1);
+      if (!fd.ok() || !fd->valid()) {
+        client_error = "attach: " + (fd.ok() ? std::string("no descriptor") : fd.status().ToString());
+        return;
+      }
+      const size_t length = static_cast<size_t>(shm.slots()) * shm.slot_bytes();
+      void* mapped = mmap(nullptr, length, PROT_READ, MAP_SHARED, fd->get(), 0);
+      if (mapped == MAP_FAILED) {
+        client_error = "mmap failed";
+        return;
+      }
+      const auto* base = static_cast<const uint8_t*>(mapped);
+      size_t seen = 1;
+      for (int i = 0; i < kFrames && client_error.empty(); ++i) {
+        v1::TranscodeRequest frame;
+        v1::RawFrameChunk* c = frame.mutable_frame_chunk();
+        c->set_pts(input.Pts(i));
+        c->set_data(input.Frame(i).bytes.data(), input.Frame(i).bytes.size());
+        c->set_end_of_frame(true);
+        if (!reactor.Read(std::move(frame))) break;
+        // This frame's two JPEGs, each read out of its slot and released.
+        for (int packets = 0; packets < 2 && client_error.empty();) {
+          if (!wait_written(seen + 1)) {
+            client_error = "frame " + std::to_string(i) + ": no output";
+            break;
+          }
+          const v1::TranscodeResponse r = reactor.Written()[seen++];
+          if (!r.has_packet()) continue;
+          const v1::OutputPacket& p = r.packet();
+          if (!p.has_shared() || p.rendition() > 1 || p.shared().size() > shm.slot_bytes()) {
+            client_error = "frame " + std::to_string(i) + ": a packet not in a slot";
+            break;
+          }
+          const uint8_t* jpeg = base + static_cast<size_t>(p.shared().slot()) * shm.slot_bytes();
+          got[p.rendition()].emplace_back(jpeg, jpeg + p.shared().size());
+          v1::TranscodeRequest release;
+          release.mutable_output_slot_released()->set_slot(p.shared().slot());
+          if (!reactor.Read(std::move(release))) client_error = "release refused";
+          ++packets;
+        }
+      }
+      munmap(mapped, length);
+      reactor.HalfClose();
+    });
+    const std::optional<Status> closed = reactor.WaitClosed(kStreamTimeout);
+    client.join();
+    ASSERT_TRUE(closed.has_value()) << "the stream did not end";
+    ASSERT_TRUE(closed->ok()) << closed->ToString();
+  }
+  session.reset();
+  ExpectReleased(weak);
+  ASSERT_EQ(client_error, "");
+  ASSERT_EQ(got[0].size(), static_cast<size_t>(kFrames));
+  ASSERT_EQ(got[1].size(), static_cast<size_t>(kFrames));
+  CpuJpegEncoder reference(1);
+  for (int i = 0; i < kFrames; ++i) {
+    StatusOr<std::vector<uint8_t>> want = reference.Encode(input.Frame(i).view, job->renditions[0].params);
+    ASSERT_TRUE(want.ok());
+    EXPECT_TRUE(got[0][i] == *want) << "frame " << i << " differs from the CPU encoder";
+    const Decoded d = DecodeJpeg(got[1][i]);
+    EXPECT_TRUE(d.ok) << "frame " << i;
+    EXPECT_EQ(d.width, kWidth / 2);
+  }
+}
+
 TEST_F(SessionTest, OutputBackpressureHoldsThenResumes) {
   constexpr int kFrames = 48, kSlots = 4;
   SessionOptions options = TestSessionOptions();

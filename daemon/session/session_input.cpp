@@ -10,6 +10,23 @@ bool SessionInput::Offer(v1::TranscodeRequest& request) {
     return Settle(session_->ReleaseOutputSlot(request.output_slot_released().slot()), true);
   }
   Status failure;
+  bool ended = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ended = ended_;
+    if (request.message_case() == v1::TranscodeRequest::kEndOfInput) ended_ = true;
+  }
+  if (ended) {
+    const google::protobuf::FieldDescriptor* field =
+        request.GetDescriptor()->FindFieldByNumber(static_cast<int>(request.message_case()));
+    return Settle(InvalidArgument(std::string(field != nullptr ? field->name() : "message") +
+                                  ": after end_of_input (only output_slot_released may follow it)"),
+                  false);
+  }
+  if (request.message_case() == v1::TranscodeRequest::kEndOfInput) {
+    session_->EndOfInput();
+    return true;  // releases may follow; the half-close ends the reads
+  }
   bool read_next = false;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -5,8 +5,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -161,6 +163,96 @@ TEST_F(SharedOutputTest, WithNoSlotFreeJpegsComeInMessages) {
   ASSERT_TRUE(out.status.ok()) << out.status.error_message() << " (attach: " << answer << ")";
   EXPECT_EQ(out.shared_packets, 1);
   ExpectReferenceOutput(out, frames);
+}
+
+bool SendEndOfInput(TranscodeStream* s) {
+  v1::TranscodeRequest r;
+  r.mutable_end_of_input();
+  return s->Write(r);
+}
+
+// EndOfInput ends the input but leaves the stream open, so a client can go on releasing
+// slots after its last frame (what a container input client needs): the releases that
+// follow it are taken (a refused one would end the session with INVALID_ARGUMENT), and
+// the session ends OK with every frame. The daemon ends the stream once its output is
+// out, so releases written after that fail on the client's side; that is no error.
+TEST_F(SharedOutputTest, EndOfInputLeavesTheStreamOpenForReleases) {
+  const std::vector<testing::SyntheticFrame> frames = Frames(4);
+  SharedSlotTracker tracker;
+  std::unique_ptr<SharedJpegSlotsView> jpegs;
+  std::atomic<int> jpegs_in{0};
+  int released_after_end = 0;  // written before the daemon ended the stream
+  TranscodeCall call;
+  call.spec = Spec(0, 2);
+  call.read_shared = [&](const v1::SharedJpeg& j) { return jpegs ? jpegs->Read(j) : std::vector<uint8_t>(); };
+  call.on_response = [&](const v1::TranscodeResponse& r, grpc::ClientContext*) {
+    tracker.OnResponse(r);
+    if (r.has_packet() && r.packet().end_of_frame()) ++jpegs_in;
+  };
+  call.send_input = [&](TranscodeStream* s) {
+    const std::optional<v1::Started> started = tracker.WaitStartedMessage(10);
+    if (!started) return false;
+    const v1::SharedMemoryOutput& out = started->shared_memory_output();
+    int received = -1;
+    if (AttachSharedFrames(out.attach_socket(), out.attach_key(), -1, &received) != "OK" || received < 0) return false;
+    std::string error;
+    jpegs = SharedJpegSlotsView::Map(received, out.slots(), out.slot_bytes(), &error);
+    if (!jpegs) return false;
+    for (size_t i = 0; i < frames.size(); ++i) {
+      if (!SendFrame(s, frames[i], static_cast<int64_t>(i))) return false;
+    }
+    if (!SendEndOfInput(s)) return false;
+    // Every release from here on follows EndOfInput on the stream.
+    const int all = static_cast<int>(frames.size() * std::size(kQualities));
+    while (jpegs_in.load() < all) {
+      const std::vector<uint32_t> filled = tracker.TakeFilledOutputSlots(1, 10);
+      if (filled.empty() || !ReleaseOutputSlots(s, filled)) return true;
+      released_after_end += static_cast<int>(filled.size());
+    }
+    return true;  // then the half-close
+  };
+  const TranscodeOutcome out = RunTranscode(stub_.get(), call);
+  ASSERT_TRUE(out.status.ok()) << out.status.error_message();
+  EXPECT_GE(out.shared_packets, 2);  // the first frame's two JPEGs found both slots free
+  EXPECT_LE(released_after_end, out.shared_packets);
+  ExpectReferenceOutput(out, frames);
+}
+
+// The daemon ends the stream once the last frame's output is out and reads nothing after
+// that, so a message that breaks the rule is refused only if it arrives first. It
+// follows a 720p frame, whose encode (milliseconds) nearly always keeps the session open
+// while it arrives (microseconds); a run may still lose that race on a loaded machine and
+// end OK, so each case gets up to five runs and must be refused in one, and every run
+// must end either OK or refused with the message.
+void ExpectRefusedAfterEndOfInput(v1::Transcoder::Stub* stub, const std::string& late_field,
+                                  const std::function<bool(TranscodeStream*)>& late) {
+  const testing::SyntheticFrame frame =
+      testing::MakeSyntheticFrame(1280, 720, PixelFormat::kYuv420p, 77, ColorMatrix::kBt709);
+  TranscodeCall call;
+  call.spec = RawYuv420pSpec(1280, 720);
+  call.spec.add_renditions()->set_quality(90);
+  call.send_input = [&](TranscodeStream* s) { return SendFrame(s, frame, 0) && SendEndOfInput(s) && late(s); };
+  bool refused = false;
+  for (int run = 0; run < 5 && !refused; ++run) {
+    const TranscodeOutcome out = RunTranscode(stub, call);
+    refused = out.status.error_code() == grpc::StatusCode::INVALID_ARGUMENT;
+    if (refused) {
+      EXPECT_NE(out.status.error_message().find(late_field + ": after end_of_input"), std::string::npos)
+          << out.status.error_message();
+    } else {
+      EXPECT_TRUE(out.status.ok()) << out.status.error_message();
+    }
+  }
+  EXPECT_TRUE(refused) << late_field << " after end_of_input was never refused";
+}
+
+TEST_F(SharedOutputTest, InputAfterEndOfInputIsInvalidArgument) {
+  ExpectRefusedAfterEndOfInput(stub_.get(), "frame_chunk", [](TranscodeStream* s) {
+    v1::TranscodeRequest late;
+    late.mutable_frame_chunk()->set_data("x");
+    return s->Write(late);
+  });
+  ExpectRefusedAfterEndOfInput(stub_.get(), "end_of_input", [](TranscodeStream* s) { return SendEndOfInput(s); });
 }
 
 TEST_F(SharedOutputTest, BadReleasesAndAttachesAreRefusedNamingTheField) {

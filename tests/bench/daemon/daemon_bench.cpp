@@ -48,7 +48,7 @@ struct Options {
   std::string raw_file;  // raw: frames already decoded (a host without ffmpeg, e.g. the GPU host)
   bool lockstep = false;  // raw: one frame in flight per session (gRPC overhead)
   int shared_memory_slots = 0;  // raw: frames through shared memory instead of messages
-  int shared_output_slots = 0;  // raw: JPEGs through the daemon's shared memory instead of messages
+  int shared_output_slots = 0;  // JPEGs through the daemon's shared memory instead of messages
   int ffmpeg_threads = 0;
   std::string reference = "auto";  // auto | ffmpeg | libav | none
   std::string reference_bin;       // libav: the conveyor-bench-libav-mjpeg binary
@@ -90,6 +90,7 @@ double Percentile(std::vector<double> v, double p) {
 struct SessionResult {
   grpc::Status status;
   uint64_t frames = 0, bytes = 0;
+  uint64_t shared_jpegs = 0;  // JPEGs that came in the daemon's shared-memory slots
   double first_frame_s = 0;
   double encode_s = 0;  // the Summary's encode stage
   double queue_s = 0, handover_s = 0;  // its queue (worker's queue) and handover stages
@@ -110,6 +111,7 @@ SessionResult RunSession(v1::Transcoder::Stub* stub, const Options& o, const std
   e2e::SharedSlotTracker shm;  // shared memory: Started, the released and the filled slots
   std::unique_ptr<e2e::SharedJpegSlotsView> jpeg_memory;
   std::atomic<const e2e::SharedJpegSlotsView*> jpegs{nullptr};  // mapped before the first frame is sent
+  std::atomic<bool> reader_done{false};
   const auto t0 = Clock::now();
   std::thread writer([&] {
     v1::TranscodeRequest spec;
@@ -127,10 +129,21 @@ SessionResult RunSession(v1::Transcoder::Stub* stub, const Options& o, const std
     s->mutable_output()->mutable_frames()->set_shared_memory_slots(static_cast<uint32_t>(o.shared_output_slots));
     if (!stream->Write(spec)) return;
     if (raw_w == 0) {
+      const bool releases = o.shared_output_slots > 0;
       for (size_t off = 0; off < input.size(); off += 1 << 20) {
         v1::TranscodeRequest r;
         r.set_container_chunk(input.data() + off, std::min<size_t>(1 << 20, input.size() - off));
         if (!stream->Write(r)) return;
+        if (releases && !e2e::ReleaseOutputSlots(stream.get(), shm.TakeFilledOutputSlots())) return;
+      }
+      if (releases) {
+        // The input ends without a half-close, so that the JPEG slots can still go back.
+        v1::TranscodeRequest end;
+        end.mutable_end_of_input();
+        if (!stream->Write(end)) return;
+        while (!reader_done.load()) {
+          if (!e2e::ReleaseOutputSlots(stream.get(), shm.TakeFilledOutputSlots(1, 0.2))) break;
+        }
       }
     } else {
       const size_t frames = input.size() / frame_bytes;
@@ -204,7 +217,23 @@ SessionResult RunSession(v1::Transcoder::Stub* stub, const Options& o, const std
   });
   v1::TranscodeResponse r;
   while (stream->Read(&r)) {
+    if (r.has_started() && raw_w == 0 && o.shared_output_slots > 0) {
+      // Container input: the writer is busy sending bytes, so this thread attaches (before
+      // it reads any packet).
+      const v1::SharedMemoryOutput& out = r.started().shared_memory_output();
+      int received = -1;
+      std::string error;
+      const std::string answer = e2e::AttachSharedFrames(out.attach_socket(), out.attach_key(), -1, &received);
+      if (answer == "OK" && received >= 0) {
+        jpeg_memory = e2e::SharedJpegSlotsView::Map(received, out.slots(), out.slot_bytes(), &error);
+        jpegs = jpeg_memory.get();
+      } else {
+        res.failure = "attach: " + answer;
+        ctx.TryCancel();
+      }
+    }
     if (r.has_packet() && r.packet().has_shared()) {
+      res.shared_jpegs++;
       // What a client keeping the image does: copy it out, so that the slot can go back.
       const e2e::SharedJpegSlotsView* view = jpegs.load();
       const std::vector<uint8_t> jpeg = view ? view->Read(r.packet().shared()) : std::vector<uint8_t>();
@@ -234,6 +263,7 @@ SessionResult RunSession(v1::Transcoder::Stub* stub, const Options& o, const std
       }
     }
   }
+  reader_done = true;
   shm.End();
   writer.join();
   res.status = stream->Finish();
@@ -418,7 +448,7 @@ int Run(const Options& o) {
   waitpid(pid, &wstatus, 0);
   std::system(("rm -rf '" + dir + "'").c_str());
 
-  uint64_t frames = 0, bytes = 0;
+  uint64_t frames = 0, bytes = 0, shared_jpegs = 0;
   double encode_s = 0, queue_s = 0, handover_s = 0;
   std::vector<double> lat, first;
   for (const SessionResult& r : results) {
@@ -429,6 +459,7 @@ int Run(const Options& o) {
     }
     frames += r.frames;
     bytes += r.bytes;
+    shared_jpegs += r.shared_jpegs;
     encode_s += r.encode_s;
     queue_s += r.queue_s;
     handover_s += r.handover_s;
@@ -483,6 +514,10 @@ int Run(const Options& o) {
               rss_peak / 1048576.0);
   const double cpu_ms_per_frame = frames > 0 ? 1e3 * cpu_used / frames : 0;
   std::printf("daemon CPU: %.2f ms a frame (user + system, all threads, over the timed sessions)\n", cpu_ms_per_frame);
+  if (o.shared_output_slots > 0) {
+    std::printf("JPEGs through shared memory: %llu of %llu (the rest came in messages: no slot was free)\n",
+                static_cast<unsigned long long>(shared_jpegs), static_cast<unsigned long long>(frames));
+  }
   if (raw_w > 0 && o.lockstep && frames > 0) {
     // The Summary gives the encode's total, not each frame's, so the overhead is the mean
     // latency against the mean encode (the same frames on both sides); the p50 line, a
@@ -539,7 +574,7 @@ int main(int argc, char** argv) {
                  "Raw: send frames through this many shared-memory slots (RawInput.shared_memory_slots) "
                  "instead of in messages");
   app.add_option("--shared-output", o.shared_output_slots,
-                 "Raw: JPEGs through this many of the daemon's shared-memory slots "
+                 "JPEGs through this many of the daemon's shared-memory slots "
                  "(JpegFramesOutput.shared_memory_slots) instead of in messages");
   app.add_option("--raw-file", o.raw_file, "Raw: yuv420p frames of --raw WxH already decoded (no ffmpeg needed)");
   app.add_option("--ffmpeg-threads", o.ffmpeg_threads, "ffmpeg -threads (0: its default)");
@@ -550,9 +585,5 @@ int main(int argc, char** argv) {
                  "conveyor-bench-libav-mjpeg, the reference for a host without the ffmpeg CLI");
   app.add_option("--daemon-arg", o.daemon_args, "Extra conveyord flag (repeatable)");
   CLI11_PARSE(app, argc, argv);
-  if (o.shared_output_slots > 0 && o.raw_size.empty()) {
-    std::fprintf(stderr, "conveyor-bench-daemon: --shared-output needs --raw (the client attaches before its first frame)\n");
-    return 2;
-  }
   return conveyor::bench::Run(o);
 }

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Stages one libFuzzer target (built by tests/fuzz/run_fuzzers.sh in build/fuzz, ASan +
+# UBSan) for the GPU host's 16 CPU cores in the ignored folder .h200fuzz/: the binary, the
+# shared libraries it needs beyond the host's base ones (the FFmpeg closure comes from
+# the conveyord bundle that tests/gpu/h200_bundle/stage.sh made in .h200/), a corpus and
+# run.sh. Then: device run 'bash .h200fuzz/run.sh' with carry [".h200fuzz"].
+#   tests/gpu/h200_fuzz/stage.sh TARGET [CORPUS_DIR]   (default: the committed seeds)
+set -euo pipefail
+cd "$(dirname "$0")/../../.."  # the repository root
+target=$1
+corpus=${2:-tests/fuzz/corpus/$target}
+bin=build/fuzz/tests/fuzz/$target
+[[ -x $bin ]] || { echo "stage: no $bin; run tests/fuzz/run_fuzzers.sh 1 $target first" >&2; exit 1; }
+grep -qx '/.h200fuzz/' .git/info/exclude 2>/dev/null || echo '/.h200fuzz/' >> .git/info/exclude
+rm -rf .h200fuzz && mkdir -p .h200fuzz/lib .h200fuzz/corpus
+strip --strip-debug -o ".h200fuzz/$target" "$bin"
+echo "$target" > .h200fuzz/target
+if ldd "$bin" | grep -q libavcodec; then
+  [[ -f .h200/bundle.tar.xz ]] || { echo "stage: $target needs FFmpeg: run tests/gpu/h200_bundle/stage.sh first" >&2; exit 1; }
+  cp .h200/bundle.tar.xz .h200fuzz/
+else
+  host_libs='^(linux-vdso|ld-linux|libc|libm|libpthread|libdl|librt|libresolv|libstdc\+\+|libgcc_s)\.so'
+  ldd "$bin" | awk '$2 == "=>" {print $1, $3}' | while read -r soname path; do
+    [[ $soname =~ $host_libs ]] || cp -L "$path" .h200fuzz/lib/
+  done
+fi
+cp "$corpus"/* .h200fuzz/corpus/
+cp tests/gpu/h200_fuzz/run.sh .h200fuzz/
+du -sh --apparent-size .h200fuzz

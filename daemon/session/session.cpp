@@ -626,18 +626,14 @@ void Session::SendJpeg(uint32_t rendition, uint64_t index, int64_t pts, const Jp
   p->set_pts(pts);
   int slot = -1;
   uint8_t* to = nullptr;
-  {
+  if (job_.output_shared_slots > 0) {  // no lock on the messages-only path
     std::lock_guard<std::mutex> lock(state_mu_);
     if (shared_out_ && jpeg.size() <= shared_out_->slot_bytes()) slot = shared_out_->Take();
     if (slot >= 0) to = shared_out_->slot(slot);
   }
   if (slot >= 0) {
     // The slot is this thread's until the packet naming it reaches the client.
-    size_t at = 0;
-    jpeg.ForEachPiece([&](const uint8_t* data, size_t size) {
-      std::memcpy(to + at, data, size);
-      at += size;
-    });
+    jpeg.CopyRange(0, jpeg.size(), to);
     p->mutable_shared()->set_slot(static_cast<uint32_t>(slot));
     p->mutable_shared()->set_size(jpeg.size());
     p->set_end_of_frame(true);

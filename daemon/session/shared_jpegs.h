@@ -42,7 +42,6 @@ class SharedJpegSlots {
   // releases may queue behind input the daemon has no room to read yet).
   int Take();  // a free slot, now taken; -1 when none is free
   void MarkSent(int slot);
-  void Free(int slot);
   // The client's OutputSlotReleased. INVALID_ARGUMENT naming the field unless `slot`
   // holds a JPEG sent to the client and not released since.
   Status Release(uint32_t slot);
@@ -52,6 +51,7 @@ class SharedJpegSlots {
  private:
   SharedJpegSlots(UniqueFd fd, uint8_t* base, size_t length, int slots, size_t slot_bytes)
       : fd_(std::move(fd)), base_(base), length_(length), slots_(slots), slot_bytes_(slot_bytes) {}
+  void Free(int slot);
 
   UniqueFd fd_;
   uint8_t* base_;
@@ -59,11 +59,11 @@ class SharedJpegSlots {
   int slots_;
   size_t slot_bytes_;
   uint32_t taken_ = 0;  // a bit per slot: taken or sent
-  uint32_t sent_ = 0;      // a bit per slot: sent, awaiting the client's release
+  uint32_t sent_ = 0;   // a bit per slot: sent, awaiting the client's release
 };
 
-// Bytes of a slot for these renditions: the largest one's packed yuv420p size, rounded
-// up to a page. A JPEG at a quality a service uses is a fraction of that; a larger one
+// Bytes of a slot for these renditions: the largest one's yuv420p size at its MCU-padded
+// dimensions, plus 4 KiB for the headers, rounded up to a page. A JPEG at a quality a service uses is a fraction of that; a larger one
 // (noise at quality 100) goes out in OutputPacket.data instead.
 size_t SharedJpegSlotBytes(const std::vector<std::pair<int, int>>& rendition_sizes);
 

@@ -17,7 +17,7 @@ export LD_LIBRARY_PATH=$libs
 if ldd "./$target" | grep "not found"; then exit 1; fi
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 echo "$target: $N workers x $SECONDS_EACH s on $(nproc) cores"
-rm -rf work fuzz-*.log && mkdir work && cp corpus/* work/
+rm -rf work fuzz-*.log && mkdir work && tar xJf corpus.tar.xz -C work
 "./$target" -rss_limit_mb=2048 -timeout=30 -max_len="${max_len[$target]}" -max_total_time="$SECONDS_EACH" \
   -print_final_stats=1 -jobs="$N" -workers="$N" -artifact_prefix="$OUT/$target-" work > main.log 2>&1
 echo "main exit $?"

@@ -12,7 +12,7 @@ corpus=${2:-tests/fuzz/corpus/$target}
 bin=build/fuzz/tests/fuzz/$target
 [[ -x $bin ]] || { echo "stage: no $bin; run tests/fuzz/run_fuzzers.sh 1 $target first" >&2; exit 1; }
 grep -qx '/.h200fuzz/' .git/info/exclude 2>/dev/null || echo '/.h200fuzz/' >> .git/info/exclude
-rm -rf .h200fuzz && mkdir -p .h200fuzz/lib .h200fuzz/corpus
+rm -rf .h200fuzz && mkdir -p .h200fuzz/lib
 strip --strip-debug -o ".h200fuzz/$target" "$bin"
 echo "$target" > .h200fuzz/target
 if ldd "$bin" | grep -q libavcodec; then
@@ -24,6 +24,9 @@ else
     [[ $soname =~ $host_libs ]] || cp -L "$path" .h200fuzz/lib/
   done
 fi
-cp "$corpus"/* .h200fuzz/corpus/
+# Compressed: a grown corpus is thousands of small files, and the carry limit is 64 MiB.
+# A snapshot first: a fuzzer running here may be adding to the corpus.
+cp -r "$corpus" .h200fuzz/corpus
+tar cJf .h200fuzz/corpus.tar.xz -C .h200fuzz/corpus . && rm -r .h200fuzz/corpus
 cp tests/gpu/h200_fuzz/run.sh .h200fuzz/
 du -sh --apparent-size .h200fuzz

@@ -140,6 +140,7 @@ int Run(int argc, char** argv) {
   }
   spdlog::info("conveyord {} starting{}", config::ConveyorVersion(),
                cl->config_path.empty() ? "" : " with " + cl->config_path);
+  for (const std::string& notice : cl->notices) spdlog::warn("{}", notice);
   config::ConfigReloader reloader(std::vector<std::string>(argv, argv + argc), *cl);
 
   // Blocks SIGTERM, SIGINT and SIGHUP before any thread starts; the main thread takes them.

@@ -62,6 +62,7 @@ StatusOr<ConfigReload> ConfigReloader::Reload() {
   ASSIGN_OR_RETURN(CommandLine cl, Parse(args_));
   if (cl.exit_now) return FailedPrecondition("the command line asks to exit (--help, --print-config)");
   ConfigReload out;
+  out.notices = cl.notices;
   const std::optional<DaemonConfig> file = FileValues(cl.config_path);
   if (file && file_values_) {
     const std::vector<std::string> from_flags = ChangedSettings(*file, cl.config);

@@ -23,6 +23,7 @@ struct ConfigReload {
   std::vector<std::string> applied;        // changed settings now in running()
   std::vector<std::string> needs_restart;  // changed, kept at their running values
   std::vector<std::string> overridden;     // changed in the file, but a flag sets them
+  std::vector<std::string> notices;        // about the file, for the log (CommandLine::notices)
 };
 
 class ConfigReloader {

@@ -79,7 +79,7 @@ const Field kFields[] = {
      "conveyor.v1.Transcoder call needs the metadata \"authorization: Bearer TOKEN\"; a caller\n"
      "sees and cancels only its own sessions unless its token is admin. Health checks and\n"
      "reflection stay open. \"\": no token auth."},
-    {"server", "shared_memory_input", &DaemonConfig::shared_memory_input, nullptr,
+    {"server", "shared_memory", &DaemonConfig::shared_memory, nullptr,
      "Let clients on this host send raw frames through shared memory (RawInput.shared_memory_slots):\n"
      "the daemon serves an attach socket beside the first unix socket (NAME.frames.sock, same\n"
      "mode and group), takes a sealed memfd from the client and maps it read-only. The same\n"
@@ -140,6 +140,17 @@ const Field kFields[] = {
 };
 
 const char* const kTables[] = {"server", "limits", "workers"};
+
+// Keys read under an old name. The file's comment and --print-config use the new one.
+struct OldName {
+  const char* table;
+  const char* old_key;
+  const char* key;
+};
+const OldName kOldNames[] = {
+    // It was named when only raw frames came through shared memory; JPEGs go out that way too.
+    {"server", "shared_memory_input", "shared_memory"},
+};
 
 std::string Name(const Field& f) { return std::string(f.table) + "." + f.key; }
 
@@ -338,7 +349,16 @@ Status SetFromToml(DaemonConfig* c, const Field& f, const toml::node& n, const s
                     f.member);
 }
 
-StatusOr<DaemonConfig> ParseTomlUnvalidated(const std::string& text, const std::string& src) {
+// The field `key` of `table` names under its old name, or nullptr.
+const OldName* FindOldName(const std::string& table, const std::string& key) {
+  for (const OldName& o : kOldNames) {
+    if (table == o.table && key == o.old_key) return &o;
+  }
+  return nullptr;
+}
+
+StatusOr<DaemonConfig> ParseTomlUnvalidated(const std::string& text, const std::string& src,
+                                            std::vector<std::string>* notices) {
   toml::table root;
   try {
     root = toml::parse(text, src);
@@ -365,6 +385,17 @@ StatusOr<DaemonConfig> ParseTomlUnvalidated(const std::string& text, const std::
     for (auto&& [key_node, value] : *entries) {
       const std::string key(key_node.str());
       const Field* f = FindField(table, key);
+      if (const OldName* old = f == nullptr ? FindOldName(table, key) : nullptr) {
+        const std::string now = table + "." + old->key;
+        if (entries->contains(old->key)) {
+          return KeyError(src, value, table + "." + key, "the old name of " + now + ", which is set too; keep one");
+        }
+        if (notices != nullptr) {
+          notices->push_back(Where(src, value.source()) + ": " + table + "." + key + " is now named " + now +
+                             "; the old name is still read");
+        }
+        f = FindField(table, old->key);
+      }
       if (f == nullptr) {
         std::string hint;
         for (const Field& other : kFields) {
@@ -523,13 +554,14 @@ Status DaemonConfig::Validate() const {
   return OkStatus();
 }
 
-StatusOr<DaemonConfig> ParseConfigToml(const std::string& text, const std::string& source_name) {
-  ASSIGN_OR_RETURN(DaemonConfig c, ParseTomlUnvalidated(text, source_name));
+StatusOr<DaemonConfig> ParseConfigToml(const std::string& text, const std::string& source_name,
+                                       std::vector<std::string>* notices) {
+  ASSIGN_OR_RETURN(DaemonConfig c, ParseTomlUnvalidated(text, source_name, notices));
   RETURN_IF_ERROR(c.Validate().WithContext(source_name));
   return c;
 }
 
-StatusOr<DaemonConfig> LoadConfigFile(const std::string& path) {
+StatusOr<DaemonConfig> LoadConfigFile(const std::string& path, std::vector<std::string>* notices) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     if (!FileExists(path)) return NotFound("config file " + path + " does not exist");
@@ -538,7 +570,7 @@ StatusOr<DaemonConfig> LoadConfigFile(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) return FailedPrecondition("error reading config file " + path);
-  return ParseConfigToml(text.str(), path);
+  return ParseConfigToml(text.str(), path, notices);
 }
 
 std::string RenderConfigToml(const DaemonConfig& config) {
@@ -643,7 +675,7 @@ StatusOr<CommandLine> ParseCommandLine(int argc, const char* const* argv,
     result.config_path = default_config_path;
   }
   if (!result.config_path.empty()) {
-    ASSIGN_OR_RETURN(result.config, LoadConfigFile(result.config_path));
+    ASSIGN_OR_RETURN(result.config, LoadConfigFile(result.config_path, &result.notices));
   }
   for (size_t i = 0; i < values.size(); ++i) {
     if (options[i]->count() == 0) continue;

@@ -25,7 +25,7 @@ struct DaemonConfig {
   std::string tls_key_file;               // PEM private key of tls_cert_file
   std::string tls_client_ca_file;         // PEM CA bundle: mTLS, client certificates required
   std::string auth_token_file;            // "TOKEN [admin]" per line; "" = no token auth
-  bool shared_memory_input = true;        // raw frames in client memfds, beside the first unix socket
+  bool shared_memory = true;              // frames and JPEGs through memfds, beside the first unix socket
   std::string metrics_listen = "127.0.0.1:9464";  // HTTP /metrics and health; "" turns it off
   std::string log_level = "info";         // trace, debug, info, warn, error, off
   // [limits]
@@ -70,9 +70,13 @@ std::vector<std::string> ChangedSettings(const DaemonConfig& a, const DaemonConf
 // Parses TOML text: tables [server], [limits], [workers] with the fields above. Keys not
 // given keep their defaults. Unknown tables or keys and wrong types are INVALID_ARGUMENT
 // naming the key and "source:line:column". The result is validated.
-StatusOr<DaemonConfig> ParseConfigToml(const std::string& text, const std::string& source_name);
+// A key under its old name (server.shared_memory_input, now server.shared_memory) is read
+// as the new one, and a line saying so goes to `notices` for the caller to log; the old
+// and the new name together are INVALID_ARGUMENT.
+StatusOr<DaemonConfig> ParseConfigToml(const std::string& text, const std::string& source_name,
+                                       std::vector<std::string>* notices = nullptr);
 // Reads and parses a file (NOT_FOUND when it is missing).
-StatusOr<DaemonConfig> LoadConfigFile(const std::string& path);
+StatusOr<DaemonConfig> LoadConfigFile(const std::string& path, std::vector<std::string>* notices = nullptr);
 
 // The whole config as TOML with a comment on every key, every value written out. For
 // DaemonConfig{} this is deploy/conveyord.toml (a test keeps the two equal).
@@ -85,6 +89,9 @@ constexpr char kDefaultConfigPath[] = "/etc/conveyor/conveyord.toml";
 struct CommandLine {
   DaemonConfig config;      // file values, then flags on top; validated
   std::string config_path;  // the file that was read; empty when none
+  // Warnings about the file for the log, which is not set up yet while it is parsed
+  // (a key read under its old name).
+  std::vector<std::string> notices;
   // --help, --version and --print-config: print `output` to stdout and exit with
   // `exit_code` without starting anything.
   bool exit_now = false;

@@ -134,14 +134,14 @@ StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(const config::DaemonConfig
       rpc->endpoints_.push_back(bound.GrpcTarget());
     }
   }
-  // Shared-memory input beside the first unix socket: a client must share this host.
+  // Shared memory (frames in, JPEGs out) beside the first unix socket: a client must share this host.
   const auto first_unix = std::find_if(listen.begin(), listen.end(), [](const config::ListenAddress& a) {
     return a.kind == config::ListenAddress::Kind::kUnix;
   });
-  if (!config.shared_memory_input) {
-    spdlog::info("shared-memory input is off (server.shared_memory_input = false)");
+  if (!config.shared_memory) {
+    spdlog::info("shared memory is off (server.shared_memory = false)");
   } else if (first_unix == listen.end()) {
-    spdlog::info("shared-memory input is off: it needs a unix listen address to sit beside");
+    spdlog::info("shared memory is off: it needs a unix listen address to sit beside");
   } else {
     const std::string path = FrameAttachSocketPath(first_unix->path);
     StatusOr<std::unique_ptr<FrameAttachServer>> attach = FrameAttachServer::Start(path, manager);
@@ -151,7 +151,7 @@ StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(const config::DaemonConfig
       rpc->attach_ = std::move(attach).value();
       manager->SetSharedMemorySocket(path);
     } else {
-      spdlog::warn("shared-memory input is off: {}", attach.status().ToString());
+      spdlog::warn("shared memory is off: {}", attach.status().ToString());
     }
   }
   rpc->SetServing(true);

@@ -25,6 +25,7 @@ Status Apply(config::ConfigReloader* reloader, SessionManager* sessions) {
   for (const std::string& name : reload->needs_restart) {
     spdlog::warn("reload: {} changed but needs a restart to take effect; the running value stays", name);
   }
+  for (const std::string& notice : reload->notices) spdlog::warn("reload: {}", notice);
   for (const std::string& name : reload->overridden) {
     spdlog::warn("reload: {} changed in the config file, but a command-line flag sets it and flags win", name);
   }

@@ -69,8 +69,8 @@ StatusOr<std::shared_ptr<Session>> SessionManager::Create(const v1::JobSpec& spe
     }
     if (shared_memory_socket.empty()) {
       return reject(metrics::SessionRejection::kInvalidSpec,
-                    FailedPrecondition(field + ": this daemon has no shared memory (server.shared_memory_input is "
-                                               "false, or it has no unix socket); " +
+                    FailedPrecondition(field + ": this daemon has no shared memory (server.shared_memory is false, "
+                                               "or it has no unix socket); " +
                                        (input ? "send frames as frame_chunk messages"
                                               : "leave it 0 for JPEGs in OutputPacket.data")));
     }

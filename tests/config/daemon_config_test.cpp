@@ -168,6 +168,48 @@ TEST(ConfigFile, UnknownKeyIsAnErrorNamingIt) {
               {"server", "expected a table"});
 }
 
+// server.shared_memory was server.shared_memory_input while only frames went through
+// shared memory. Files written then still load, and say so for the log.
+TEST(ConfigFile, OldKeyNameIsReadAsTheNewOneWithANotice) {
+  std::vector<std::string> notices;
+  auto c = ParseConfigToml("[server]\nshared_memory_input = false\n", "c.toml", &notices);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_FALSE(c->shared_memory);
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_NE(notices[0].find("c.toml:2:"), std::string::npos) << notices[0];
+  EXPECT_NE(notices[0].find("server.shared_memory_input is now named server.shared_memory"), std::string::npos)
+      << notices[0];
+
+  notices.clear();
+  c = ParseConfigToml("[server]\nshared_memory = false\n", "c.toml", &notices);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_FALSE(c->shared_memory);
+  EXPECT_TRUE(notices.empty());
+
+  // Both names at once could disagree: refused, whichever comes first.
+  for (const char* text : {"[server]\nshared_memory_input = true\nshared_memory = false\n",
+                           "[server]\nshared_memory = false\nshared_memory_input = true\n"}) {
+    ExpectError(ParseConfigToml(text, "c.toml").status(), StatusCode::kInvalidArgument,
+                {"server.shared_memory_input", "old name of server.shared_memory", "keep one"});
+  }
+  // The old name belongs to its table only, and takes the new one's type.
+  ExpectError(ParseConfigToml("[limits]\nshared_memory_input = false\n", "c.toml").status(),
+              StatusCode::kInvalidArgument, {"limits.shared_memory_input", "unknown key"});
+  ExpectError(ParseConfigToml("[server]\nshared_memory_input = 1\n", "c.toml").status(),
+              StatusCode::kInvalidArgument, {"server.shared_memory", "true or false"});
+}
+
+TEST(CommandLine, NoticesAboutTheFileComeBackForTheLog) {
+  TempDir tmp;
+  const std::string path = tmp.path() + "/c.toml";
+  WriteWholeFile(path, "[server]\nshared_memory_input = false\n");
+  auto cl = Parse({"--config", path}, "/nonexistent");
+  ASSERT_TRUE(cl.ok()) << cl.status().ToString();
+  EXPECT_FALSE(cl->config.shared_memory);
+  ASSERT_EQ(cl->notices.size(), 1u);
+  EXPECT_NE(cl->notices[0].find(path + ":2:"), std::string::npos) << cl->notices[0];
+}
+
 TEST(ConfigFile, WrongTypeNamesTheKey) {
   ExpectError(ParseConfigToml("[limits]\n\nmax_sessions = \"64\"\n", "c.toml").status(),
               StatusCode::kInvalidArgument,

@@ -204,7 +204,7 @@ TEST(SharedMemoryOverTcp, IsRefusedWithFailedPrecondition) {
 // attach socket is made, and a session asking for slots is told what to send instead.
 TEST(SharedMemoryTurnedOff, HasNoAttachSocketAndRefusesSessionsWithFailedPrecondition) {
   const std::string dir = MakeTempDir();
-  std::ofstream(dir + "/conveyord.toml") << "[server]\nshared_memory_input = false\n";
+  std::ofstream(dir + "/conveyord.toml") << "[server]\nshared_memory = false\n";
   DaemonProcess daemon({"--config", dir + "/conveyord.toml"});
   ASSERT_TRUE(daemon.ready());
   struct stat st {};
@@ -214,7 +214,7 @@ TEST(SharedMemoryTurnedOff, HasNoAttachSocketAndRefusesSessionsWithFailedPrecond
   call.spec = SharedSpec(2);
   const TranscodeOutcome out = RunTranscode(stub.get(), call);
   EXPECT_EQ(out.status.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << out.status.error_message();
-  EXPECT_NE(out.status.error_message().find("server.shared_memory_input is false"), std::string::npos)
+  EXPECT_NE(out.status.error_message().find("server.shared_memory is false"), std::string::npos)
       << out.status.error_message();
   // Frames in messages still work on that daemon.
   TranscodeCall plain;

@@ -86,6 +86,19 @@ TEST_F(ConfigReloadTest, FlagsStillWinAndTheHiddenEditIsReported) {
   EXPECT_FALSE(Contains(reload->applied, "limits.max_sessions"));
 }
 
+TEST_F(ConfigReloadTest, AnOldKeyNameInTheReloadedFileIsReportedForTheLog) {
+  auto r = Start("[limits]\nmax_sessions = 2\n");
+  ASSERT_TRUE(r);
+  Rewrite("[server]\nshared_memory_input = false\n[limits]\nmax_sessions = 2\n");
+  StatusOr<ConfigReload> reload = r->Reload();
+  ASSERT_TRUE(reload.ok()) << reload.status().ToString();
+  ASSERT_EQ(reload->notices.size(), 1u);
+  EXPECT_NE(reload->notices[0].find("server.shared_memory_input is now named server.shared_memory"),
+            std::string::npos)
+      << reload->notices[0];
+  EXPECT_TRUE(Contains(reload->needs_restart, "server.shared_memory"));
+}
+
 TEST_F(ConfigReloadTest, ABrokenFileChangesNothing) {
   auto r = Start("[limits]\nmax_sessions = 2\n");
   ASSERT_TRUE(r);

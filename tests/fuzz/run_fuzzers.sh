@@ -54,6 +54,9 @@ for t in "${targets[@]}"; do
   corpus="$work/$t"
   mkdir -p "$corpus"
   cp tests/fuzz/corpus/"$t"/* "$corpus"/
+  # Inputs the long campaigns found (BENCHMARKS.md, Fuzzing), merged down to those that
+  # add coverage to the seeds, so that a short run starts where they got to.
+  if compgen -G "tests/fuzz/found/$t/*" >/dev/null; then cp tests/fuzz/found/"$t"/* "$corpus"/; fi
   echo "=== fuzz: $t for $seconds s ==="
   status=0
   "$bin" "${common[@]}" -max_total_time="$seconds" -print_final_stats=1 "$corpus" >"$log" 2>&1 || status=$?

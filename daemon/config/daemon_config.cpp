@@ -128,6 +128,13 @@ const Field kFields[] = {
      "Most frames of the same shape a GPU launch carries; only frames already queued are\n"
      "batched, so it never adds waiting. 1 (no batching) measured best on an H200.",
      1, 4},
+    {"workers", "pinned_input_bytes", &DaemonConfig::pinned_input_bytes, nullptr,
+     "Page-locked host memory, all sessions together, for assembling raw frames that come in\n"
+     "frame_chunk messages: a GPU worker uploads such a frame from where it was assembled\n"
+     "instead of copying it into a pinned slot first. A session takes (2 x\n"
+     "session_queue_frames + 2) frames of it, 31 MiB at 1080p with the defaults; one that\n"
+     "finds too little left assembles in ordinary memory, and its frames are copied. 0: none.",
+     0, kMaxBytes, false, kBytes},
     {"workers", "cpu_threads", &DaemonConfig::cpu_threads, "--cpu-threads",
      "Threads of the CPU worker; 0: one per hardware thread.", 0, 4096},
     {"workers", "decode_threads", &DaemonConfig::decode_threads, nullptr,

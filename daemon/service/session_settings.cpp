@@ -13,6 +13,7 @@ SessionOptions SessionOptionsFromConfig(const config::DaemonConfig& c) {
   so.input_bytes = static_cast<size_t>(c.input_queue_bytes);
   so.max_input_bytes = c.max_session_bytes;
   so.decode_threads = c.decode_threads;
+  so.pinned_input_bytes = c.pinned_input_bytes;
   return so;
 }
 

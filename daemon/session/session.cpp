@@ -109,16 +109,24 @@ StatusOr<bool> Session::TryPushFrameChunk(const v1::RawFrameChunk& chunk) {
   std::lock_guard<std::mutex> lock(raw_mu_);  // raw_frames_ below is the pipeline thread's too
   const std::string frame = "frame_chunk (frame " + std::to_string(frames_in_.load() + raw_frames_.size()) + ")";
   if (input_ended_) return InvalidArgument(frame + ": after end of input");
-  if (!assembling_) {
+  if (!assembling_owner_) {
     if (raw_frames_.size() >= static_cast<size_t>(options_.queue_frames)) {
       raw_refused_ = true;
       return false;
     }
-    assembling_ = std::make_shared<std::vector<uint8_t>>();
-    assembling_->reserve(expected);
+    FrameAssemblyRing::Lease buffer;
+    if (assembly_ring_ != nullptr) buffer = assembly_ring_->TryTake();
+    if (buffer.data == nullptr) {  // no ring, or all of it in use: the worker copies this frame
+      std::shared_ptr<uint8_t[]> heap(new uint8_t[expected]);
+      buffer.data = heap.get();
+      buffer.owner = std::move(heap);
+    }
+    assembling_data_ = buffer.data;
+    assembling_owner_ = std::move(buffer.owner);
+    assembling_size_ = 0;
     assembling_pts_ = chunk.pts();
   }
-  if (assembling_->size() + chunk.data().size() > expected) {
+  if (assembling_size_ + chunk.data().size() > expected) {
     return InvalidArgument(frame + ": more than the " + std::to_string(expected) + " bytes of a " +
                            std::to_string(job_.raw_width) + "x" + std::to_string(job_.raw_height) + " " +
                            PixelFormatName(job_.raw_format) + " frame");
@@ -126,20 +134,21 @@ StatusOr<bool> Session::TryPushFrameChunk(const v1::RawFrameChunk& chunk) {
   if (bytes_in_.load() + chunk.data().size() > options_.max_input_bytes) {
     return ResourceExhausted("input exceeds max_session_bytes (" + std::to_string(options_.max_input_bytes) + ")");
   }
-  assembling_->insert(assembling_->end(), chunk.data().begin(), chunk.data().end());
+  std::memcpy(assembling_data_ + assembling_size_, chunk.data().data(), chunk.data().size());
+  assembling_size_ += chunk.data().size();
   bytes_in_ += chunk.data().size();
   meter_.BytesIn(chunk.data().size());
   Touch();
   if (chunk.end_of_frame()) {
-    if (assembling_->size() != expected) {
-      return InvalidArgument(frame + ": " + std::to_string(assembling_->size()) + " bytes, but a " +
+    if (assembling_size_ != expected) {
+      return InvalidArgument(frame + ": " + std::to_string(assembling_size_) + " bytes, but a " +
                              std::to_string(job_.raw_width) + "x" + std::to_string(job_.raw_height) + " " +
                              PixelFormatName(job_.raw_format) + " frame has " + std::to_string(expected));
     }
-    const uint8_t* data = assembling_->data();
-    const size_t size = assembling_->size();
-    raw_frames_.push_back({data, size, std::move(assembling_), assembling_pts_, -1});
-    assembling_.reset();
+    raw_frames_.push_back({assembling_data_, assembling_size_, std::move(assembling_owner_), assembling_pts_, -1});
+    assembling_owner_.reset();
+    assembling_data_ = nullptr;
+    assembling_size_ = 0;
     raw_cv_.notify_all();
   }
   return true;
@@ -490,6 +499,21 @@ Status Session::RunContainer() {
 Status Session::RunRaw() {
   RETURN_IF_ERROR(BeginOutput(job_.raw_width, job_.raw_height, job_.frame_rate_num, job_.frame_rate_den,
                               job_.frame_rate_den, job_.frame_rate_num, "rawvideo", 0, nullptr, AVRational{0, 1}));
+  if (job_.shared_memory_slots == 0 && options_.pinned_input != nullptr) {
+    // Enough buffers for the frames queued here, those in the lane, one with the worker
+    // and one being assembled; frames past that are assembled in the heap and copied.
+    const int buffers = std::min(2 * options_.queue_frames + 2, 32);
+    StatusOr<std::shared_ptr<FrameAssemblyRing>> ring =
+        FrameAssemblyRing::Create(lane_->worker(), buffers, job_.RawFrameBytes(), options_.pinned_input);
+    if (ring.ok()) {
+      spdlog::debug("session {}: frames assembled in {} registered buffers ({} bytes)", id_, buffers,
+                    (*ring)->bytes());
+      std::lock_guard<std::mutex> lock(raw_mu_);
+      assembly_ring_ = std::move(ring).value();
+    } else {
+      spdlog::debug("session {}: frames assembled in ordinary memory: {}", id_, ring.status().ToString());
+    }
+  }
   for (;;) {
     RawFrame frame;
     bool resume = false;
@@ -502,9 +526,9 @@ Status Session::RunRaw() {
       if (raw_frames_.empty()) {
         std::lock_guard<std::mutex> state_lock(state_mu_);
         if (cancelled_) return failure_;
-        if (assembling_) {
+        if (assembling_owner_) {
           return InvalidArgument("frame_chunk (frame " + std::to_string(frames_in_.load()) +
-                                 "): input ended inside a frame, after " + std::to_string(assembling_->size()) +
+                                 "): input ended inside a frame, after " + std::to_string(assembling_size_) +
                                  " of " + std::to_string(job_.RawFrameBytes()) + " bytes");
         }
         return OkStatus();

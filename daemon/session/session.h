@@ -20,6 +20,7 @@
 
 #include "byte_queue.h"
 #include "conveyor/v1/transcoder.pb.h"
+#include "frame_assembly_ring.h"
 #include "job.h"
 #include "muxer.h"
 #include "scheduler.h"
@@ -60,6 +61,11 @@ struct SessionOptions {
   int decode_threads = 0;
   size_t message_bytes = 1 << 20;   // largest data field in one response
   const SessionMetricsContext* metrics = nullptr;  // none: count nothing
+  // Registered memory for frames that arrive in frame_chunk messages, across sessions
+  // (frame_assembly_ring.h): the SessionManager's budget, which it sets when the worker
+  // gains from it (a GPU); its size is pinned_input_bytes. Null: ordinary memory.
+  uint64_t pinned_input_bytes = 1ull << 30;
+  std::shared_ptr<PinnedInputBudget> pinned_input;
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -170,8 +176,14 @@ class Session : public std::enable_shared_from_this<Session> {
   std::mutex raw_mu_;
   std::condition_variable raw_cv_;
   std::deque<RawFrame> raw_frames_;
-  std::shared_ptr<std::vector<uint8_t>> assembling_;
+  // The frame being assembled from frame_chunk messages: assembling_size_ bytes so far
+  // at assembling_data_, a buffer of the ring or of the heap that assembling_owner_
+  // owns (null: no frame under way).
+  std::shared_ptr<void> assembling_owner_;
+  uint8_t* assembling_data_ = nullptr;
+  size_t assembling_size_ = 0;
   int64_t assembling_pts_ = 0;
+  std::shared_ptr<FrameAssemblyRing> assembly_ring_;  // guarded by raw_mu_; null: none
   bool raw_refused_ = false;
   bool input_ended_ = false;
   std::string attach_socket_, attach_key_;       // set before Start()

@@ -23,7 +23,10 @@ std::string NewSessionId() {
 }  // namespace
 
 SessionManager::SessionManager(Scheduler* scheduler, SessionOptions options, SessionLimits limits)
-    : scheduler_(scheduler), options_(options), limits_(limits) {
+    : scheduler_(scheduler),
+      options_(options),
+      pinned_input_(std::make_shared<PinnedInputBudget>(options.pinned_input_bytes)),
+      limits_(limits) {
   // spdlog builds its registry on first use; built here, before the reaper starts, it is
   // never first built by the reaper and another thread at once (TSan saw that race).
   (void)spdlog::default_logger_raw();
@@ -88,6 +91,9 @@ StatusOr<std::shared_ptr<Session>> SessionManager::Create(const v1::JobSpec& spe
   if (counted != nullptr) counted->SessionsStarted().Inc();
   std::shared_ptr<Lane> lane = scheduler_->Attach(options.queue_frames);
   const WorkerSlot& w = scheduler_->worker(lane->worker_index());
+  // A GPU worker uploads frames assembled in registered memory without copying them
+  // first; the CPU worker reads any memory in place, so it gains nothing from it.
+  if (w.backend != "cpu" && !job.container_input && job.shared_memory_slots == 0) options.pinned_input = pinned_input_;
   std::string id = NewSessionId();
   auto session = std::make_shared<Session>(id, std::move(owner), std::move(job), options, std::move(lane),
                                            w.worker->Describe(), w.backend);

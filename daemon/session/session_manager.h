@@ -63,6 +63,8 @@ class SessionManager {
   // Waits until no session is left or the timeout passes; true when none is left.
   bool WaitUntilIdle(double timeout_s);
   Scheduler& scheduler() { return *scheduler_; }
+  // Registered memory that sessions hold for assembling frames (frame_assembly_ring.h).
+  uint64_t pinned_input_in_use() const { return pinned_input_->in_use(); }
 
  private:
   void ReapLoop();
@@ -73,6 +75,9 @@ class SessionManager {
   Scheduler* const scheduler_;
   mutable std::mutex mu_;
   SessionOptions options_;  // guarded by mu_
+  // Registered memory for frames assembled from messages, across sessions; its size
+  // comes from the options at construction (a restart changes it).
+  std::shared_ptr<PinnedInputBudget> pinned_input_;
   SessionLimits limits_;    // guarded by mu_
   std::condition_variable changed_;
   std::map<std::string, std::shared_ptr<Session>> sessions_;

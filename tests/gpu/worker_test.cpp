@@ -453,6 +453,44 @@ TEST_P(WorkerTest, RegisteredMemoryIsReleasedOnlyAfterItsUpload) {
   ExpectMatchesCpuEncoder(cases, got);
 }
 
+// Frames assembled from messages lie in registered memory and are owned by their
+// request (frame_assembly_ring.h): the owner goes back to the session's ring, which
+// writes the next frame there. It must not be dropped before the upload has read the
+// frame; each owner poisons its frame as it goes, so an early drop shows in the bytes.
+TEST_P(WorkerTest, RegisteredFramesKeepTheirOwnerUntilTheirUpload) {
+  WorkerOptions options;
+  MAKE_OR_SKIP(worker, options);
+  const auto cases = MixedCases(15);
+  size_t total = 0;
+  const std::vector<size_t> offset = PageAlignedOffsets(cases, &total);
+  std::vector<uint8_t> arena(total);
+  auto registration = worker->RegisterHostMemory(arena.data(), arena.size());
+  ASSERT_TRUE(registration.ok()) << registration.status().ToString();
+  Collector got;
+  std::atomic<int> dropped{0};
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto& frame = cases[i].frame;
+    uint8_t* mine = arena.data() + offset[i];
+    std::memcpy(mine, frame.bytes.data(), frame.bytes.size());
+    FrameRequest req;
+    req.id = i;
+    req.frame = MakePackedFrameView(mine, frame.bytes.size(), frame.view.width, frame.view.height, frame.view.format,
+                                    frame.view.matrix, frame.view.range)
+                    .value();
+    req.renditions = {Rendition{0, 0, cases[i].params}};
+    req.on_done = got.Callback();
+    const size_t size = frame.bytes.size();
+    req.owner = std::shared_ptr<void>(mine, [&dropped, size](void* p) {
+      std::memset(p, 0x5A, size);
+      dropped.fetch_add(1);
+    });
+    ASSERT_TRUE(worker->Submit(std::move(req)).ok());
+  }
+  worker->Flush();
+  EXPECT_EQ(dropped.load(), static_cast<int>(cases.size()));
+  ExpectMatchesCpuEncoder(cases, got);
+}
+
 // A frame whose request owns its memory, as a decoded AVFrame's does: rows padded to a
 // 64-byte stride beyond their width. The CPU worker encodes it where it is, the GPU worker
 // copies it; either way each owner is dropped exactly once, by the time the frame is

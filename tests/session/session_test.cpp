@@ -30,6 +30,7 @@
 #include "fake_reactor.h"
 #include "job.h"
 #include "metrics_registry.h"
+#include "registration_counting_worker.h"
 #include "scheduler.h"
 #include "session_manager.h"
 #include "stream_output.h"
@@ -43,6 +44,7 @@ using session_test::DecodeJpeg;
 using session_test::FakeReactor;
 using session_test::OutputFrame;
 using session_test::Reassemble;
+using session_test::RegistrationCountingWorker;
 using session_test::StreamOutput;
 using std::chrono::milliseconds;
 
@@ -124,6 +126,10 @@ struct EngineOptions {
   int worker_slots = 4;
   SessionOptions session;
   std::function<Status(const std::string& call)> worker_fault;  // the CPU worker's test hook
+  // The CPU worker behind a RegistrationCountingWorker, under this backend name ("cpu",
+  // or a GPU's, to which the manager lends registered memory for assembling frames).
+  bool count_registrations = false;
+  std::string backend = "cpu";
 };
 
 SessionOptions TestSessionOptions() {
@@ -144,7 +150,13 @@ class Engine {
     wo.max_height = 480;
     wo.test_fault = options.worker_fault;
     std::vector<WorkerSlot> workers;
-    workers.push_back({MakeCpuWorker(wo), "cpu", "", 0});
+    std::unique_ptr<Worker> worker = MakeCpuWorker(wo);
+    if (options.count_registrations) {
+      auto counting = std::make_unique<RegistrationCountingWorker>(std::move(worker));
+      counting_ = counting.get();
+      worker = std::move(counting);
+    }
+    workers.push_back({std::move(worker), options.backend, "", 0});
     scheduler_ = std::make_unique<Scheduler>(std::move(workers));
     StatusOr<metrics::DaemonMetrics> dm = metrics::DaemonMetrics::Create(registry_, {"test", "off"});
     EXPECT_TRUE(dm.ok()) << dm.status().ToString();
@@ -161,6 +173,7 @@ class Engine {
   }
 
   SessionManager& manager() { return *manager_; }
+  RegistrationCountingWorker* counting() { return counting_; }
 
   // Every lane detached and empty, and the worker holds no frame: what a session that
   // ended leaves behind once its last reference is gone.
@@ -187,6 +200,7 @@ class Engine {
   SessionMetricsContext context_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<SessionManager> manager_;
+  RegistrationCountingWorker* counting_ = nullptr;  // the scheduler owns it
 };
 
 std::shared_ptr<Session> CreateSession(Engine& engine, const v1::JobSpec& spec) {
@@ -627,6 +641,46 @@ TEST_F(SessionTest, JpegsInSharedSlotsAreTheEncodersAndEverySlotGoesBack) {
     const Decoded d = DecodeJpeg(got[1][i]);
     EXPECT_TRUE(d.ok) << "frame " << i;
     EXPECT_EQ(d.width, kWidth / 2);
+  }
+}
+
+// Raw frames that come in messages are assembled in buffers registered with a GPU
+// worker, which uploads them from there; here a CPU worker posing as a GPU counts the
+// frames that arrive in registered memory. The JPEGs are the encoder's bytes as before
+// (RunRawStream), and the registration and the budget are given back at the end.
+TEST(SessionAssembly, FramesInMessagesAreAssembledInRegisteredBuffers) {
+  EngineOptions options{4, TestSessionOptions()};
+  options.count_registrations = true;
+  options.backend = "hip-nvidia";
+  Engine engine(options);
+  for (int round = 0; round < 2; ++round) {
+    RunRawStream(engine, 160, 120, 24);
+    engine.ExpectNothingHeld();
+    RegistrationCountingWorker& w = *engine.counting();
+    EXPECT_EQ(w.registrations(), round + 1) << "one ring a session";
+    EXPECT_EQ(w.live_registrations(), 0);
+    EXPECT_EQ(engine.manager().pinned_input_in_use(), 0u);
+    // The ring is made when the session's thread starts, so up to queue_frames + 1
+    // frames may come before it and be assembled in the heap, and a producer faster than
+    // the worker can find every buffer in use; but the first ring-full after it is made
+    // (10 buffers) all come from it.
+    EXPECT_GE(w.frames_in_registered(), 10 * (round + 1)) << w.frames() << " frames";
+  }
+}
+
+TEST(SessionAssembly, NoRegisteredBuffersOnTheCpuWorkerOrPastTheBudget) {
+  for (const bool cpu : {true, false}) {
+    SCOPED_TRACE(cpu ? "cpu worker" : "a budget too small for one ring");
+    EngineOptions options{4, TestSessionOptions()};
+    options.count_registrations = true;
+    options.backend = cpu ? "cpu" : "hip-nvidia";
+    if (!cpu) options.session.pinned_input_bytes = 160 * 120 * 3 / 2;
+    Engine engine(options);
+    RunRawStream(engine, 160, 120, 12);
+    engine.ExpectNothingHeld();
+    EXPECT_EQ(engine.counting()->registrations(), 0);
+    EXPECT_EQ(engine.counting()->frames_in_registered(), 0);
+    EXPECT_EQ(engine.manager().pinned_input_in_use(), 0u);
   }
 }
 

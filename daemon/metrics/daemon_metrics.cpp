@@ -108,6 +108,11 @@ StatusOr<DaemonMetrics> DaemonMetrics::Create(Registry& r, const BuildInfo& buil
   ASSIGN_OR_RETURN(m.heap_free_,
                    r.AddCallbackGauge(Spec("conveyor_heap_free_bytes",
                                            "Free bytes the daemon's malloc heap holds (resident or not).")));
+  ASSIGN_OR_RETURN(m.pinned_input_,
+                   r.AddCallbackGauge(Spec("conveyor_pinned_input_bytes",
+                                           "Page-locked host memory that sessions on GPU workers hold for "
+                                           "assembling raw frames sent in messages (workers.pinned_input_bytes "
+                                           "bounds it).")));
   ASSIGN_OR_RETURN(CounterFamily * rejected,
                    r.AddCounter(Spec("conveyor_sessions_rejected_total",
                                      "Transcode sessions refused, by reason.", {"reason"})));
@@ -190,6 +195,10 @@ StatusOr<ScopedCallback> DaemonMetrics::BindHeapInUse(std::function<double()> fn
 
 StatusOr<ScopedCallback> DaemonMetrics::BindHeapFree(std::function<double()> fn) {
   return heap_free_->Bind({}, std::move(fn));
+}
+
+StatusOr<ScopedCallback> DaemonMetrics::BindPinnedInput(std::function<double()> fn) {
+  return pinned_input_->Bind({}, std::move(fn));
 }
 
 StatusOr<ScopedCallback> DaemonMetrics::BindQueueDepth(const std::string& device, std::function<double()> fn) {

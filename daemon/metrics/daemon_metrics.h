@@ -82,6 +82,8 @@ class DaemonMetrics {
   // The process's malloc heap: bytes in use, and free bytes it holds.
   StatusOr<ScopedCallback> BindHeapInUse(std::function<double()> fn);
   StatusOr<ScopedCallback> BindHeapFree(std::function<double()> fn);
+  // Page-locked host memory sessions hold for assembling raw frames from messages.
+  StatusOr<ScopedCallback> BindPinnedInput(std::function<double()> fn);
   // `fn`: frames waiting for the device's worker.
   StatusOr<ScopedCallback> BindQueueDepth(const std::string& device, std::function<double()> fn);
 
@@ -102,6 +104,7 @@ class DaemonMetrics {
   CallbackGaugeFamily* sessions_active_ = nullptr;
   CallbackGaugeFamily* heap_in_use_ = nullptr;
   CallbackGaugeFamily* heap_free_ = nullptr;
+  CallbackGaugeFamily* pinned_input_ = nullptr;
   CallbackGaugeFamily* queue_depth_ = nullptr;
   GaugeFamily* pinned_allocated_ = nullptr;
   GaugeFamily* pinned_in_use_ = nullptr;

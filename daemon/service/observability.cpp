@@ -45,6 +45,10 @@ Status Observability::Serve(const std::string& listen, SessionManager* sessions,
   ASSIGN_OR_RETURN(metrics::ScopedCallback active,
                    daemon_->BindSessionsActive([sessions] { return static_cast<double>(sessions->active()); }));
   bindings_.push_back(std::move(active));
+  ASSIGN_OR_RETURN(metrics::ScopedCallback pinned_input, daemon_->BindPinnedInput([sessions] {
+    return static_cast<double>(sessions->pinned_input_in_use());
+  }));
+  bindings_.push_back(std::move(pinned_input));
   if (listen.empty()) return OkStatus();
   metrics::HttpEndpoint::Hooks hooks;
   hooks.registry = &registry_;

@@ -26,3 +26,13 @@ for i in 1 2 3; do
   echo "== raw shared memory lockstep, round $i"; ./conveyor-bench-daemon $D --input n1080.mp4 --raw 1920x1080 --raw-file /tmp/n1080.yuv --sessions 1 --lockstep --shared-memory 2 2>&1 | grep -E "lockstep|conveyord \("
   echo "== raw shared memory both ways lockstep, round $i"; ./conveyor-bench-daemon $D --input n1080.mp4 --raw 1920x1080 --raw-file /tmp/n1080.yuv --sessions 1 --lockstep --shared-memory 2 --shared-output 2 2>&1 | grep -E "lockstep|conveyord \("
 done
+# Raw frames in messages, assembled in registered memory (the default) or in ordinary
+# memory and copied by the worker (workers.pinned_input_bytes = 0), alternating.
+printf '[workers]\npinned_input_bytes = 0\n' > /tmp/pinned0.toml
+for i in 1 2 3; do
+  for c in on off; do
+    A=""; [[ $c == off ]] && A="--daemon-arg=--config --daemon-arg=/tmp/pinned0.toml"
+    echo "== raw in messages lockstep, registered assembly $c, round $i"; ./conveyor-bench-daemon $D $A --input n1080.mp4 --raw 1920x1080 --raw-file /tmp/n1080.yuv --sessions 1 --lockstep 2>&1 | grep -E "lockstep|conveyord \("
+    echo "== raw in messages, 4 sessions, registered assembly $c, round $i"; ./conveyor-bench-daemon $D $A --input n1080.mp4 --raw 1920x1080 --raw-file /tmp/n1080.yuv --sessions 4 2>&1 | grep -E "conveyord \("
+  done
+done

@@ -416,58 +416,21 @@ std::vector<size_t> PageAlignedOffsets(const std::vector<Case>& cases, size_t* t
   return offset;
 }
 
-// Frames in registered caller memory are uploaded from where they are; the caller is
-// told when it may write there again, and poisons the frame at once. Had the worker
-// released it before the upload completed, the poison would show in the output.
-TEST_P(WorkerTest, RegisteredMemoryIsReleasedOnlyAfterItsUpload) {
-  WorkerOptions options;
-  MAKE_OR_SKIP(worker, options);
+// Submits 15 mixed frames from one registered arena, each page-aligned; `hand_back`
+// gives the request its way of telling the caller that the frame's memory is free again,
+// and poisons the frame then, so a worker that says so before its upload has read the
+// frame shows it in the bytes. Returns how many frames were handed back.
+int SubmitFromRegisteredArena(Worker& worker,
+                              const std::function<void(FrameRequest&, uint8_t*, size_t, std::atomic<int>*)>& hand_back) {
   const auto cases = MixedCases(15);
   size_t total = 0;
   const std::vector<size_t> offset = PageAlignedOffsets(cases, &total);
   std::vector<uint8_t> arena(total);
-  auto registration = worker->RegisterHostMemory(arena.data(), arena.size());
-  ASSERT_TRUE(registration.ok()) << registration.status().ToString();
+  auto registration = worker.RegisterHostMemory(arena.data(), arena.size());
+  EXPECT_TRUE(registration.ok()) << registration.status().ToString();
+  if (!registration.ok()) return -1;
   Collector got;
-  std::atomic<int> released{0};
-  for (size_t i = 0; i < cases.size(); ++i) {
-    const auto& frame = cases[i].frame;
-    std::memcpy(arena.data() + offset[i], frame.bytes.data(), frame.bytes.size());
-    FrameRequest req;
-    req.id = i;
-    req.frame = MakePackedFrameView(arena.data() + offset[i], frame.bytes.size(), frame.view.width,
-                                    frame.view.height, frame.view.format, frame.view.matrix, frame.view.range)
-                    .value();
-    req.renditions = {Rendition{0, 0, cases[i].params}};
-    req.on_done = got.Callback();
-    uint8_t* mine = arena.data() + offset[i];
-    const size_t size = frame.bytes.size();
-    req.on_input_released = [&released, mine, size] {
-      std::memset(mine, 0x5A, size);
-      released.fetch_add(1);
-    };
-    ASSERT_TRUE(worker->Submit(std::move(req)).ok());
-  }
-  worker->Flush();
-  EXPECT_EQ(released.load(), static_cast<int>(cases.size()));
-  ExpectMatchesCpuEncoder(cases, got);
-}
-
-// Frames assembled from messages lie in registered memory and are owned by their
-// request (frame_assembly_ring.h): the owner goes back to the session's ring, which
-// writes the next frame there. It must not be dropped before the upload has read the
-// frame; each owner poisons its frame as it goes, so an early drop shows in the bytes.
-TEST_P(WorkerTest, RegisteredFramesKeepTheirOwnerUntilTheirUpload) {
-  WorkerOptions options;
-  MAKE_OR_SKIP(worker, options);
-  const auto cases = MixedCases(15);
-  size_t total = 0;
-  const std::vector<size_t> offset = PageAlignedOffsets(cases, &total);
-  std::vector<uint8_t> arena(total);
-  auto registration = worker->RegisterHostMemory(arena.data(), arena.size());
-  ASSERT_TRUE(registration.ok()) << registration.status().ToString();
-  Collector got;
-  std::atomic<int> dropped{0};
+  std::atomic<int> handed_back{0};
   for (size_t i = 0; i < cases.size(); ++i) {
     const auto& frame = cases[i].frame;
     uint8_t* mine = arena.data() + offset[i];
@@ -479,16 +442,40 @@ TEST_P(WorkerTest, RegisteredFramesKeepTheirOwnerUntilTheirUpload) {
                     .value();
     req.renditions = {Rendition{0, 0, cases[i].params}};
     req.on_done = got.Callback();
-    const size_t size = frame.bytes.size();
-    req.owner = std::shared_ptr<void>(mine, [&dropped, size](void* p) {
-      std::memset(p, 0x5A, size);
-      dropped.fetch_add(1);
-    });
-    ASSERT_TRUE(worker->Submit(std::move(req)).ok());
+    hand_back(req, mine, frame.bytes.size(), &handed_back);
+    EXPECT_TRUE(worker.Submit(std::move(req)).ok());
   }
-  worker->Flush();
-  EXPECT_EQ(dropped.load(), static_cast<int>(cases.size()));
+  worker.Flush();
   ExpectMatchesCpuEncoder(cases, got);
+  EXPECT_EQ(handed_back.load(), static_cast<int>(cases.size()));
+  return handed_back.load();
+}
+
+// Frames in registered caller memory are uploaded from where they are; the caller is
+// told when it may write there again (on_input_released).
+TEST_P(WorkerTest, RegisteredMemoryIsReleasedOnlyAfterItsUpload) {
+  WorkerOptions options;
+  MAKE_OR_SKIP(worker, options);
+  SubmitFromRegisteredArena(*worker, [](FrameRequest& req, uint8_t* mine, size_t size, std::atomic<int>* count) {
+    req.on_input_released = [mine, size, count] {
+      std::memset(mine, 0x5A, size);
+      count->fetch_add(1);
+    };
+  });
+}
+
+// Frames assembled from messages lie in registered memory and are owned by their
+// request (frame_assembly_ring.h): dropping the owner gives the buffer back to the
+// session's ring, which writes the next frame there, so it must not go before the upload.
+TEST_P(WorkerTest, RegisteredFramesKeepTheirOwnerUntilTheirUpload) {
+  WorkerOptions options;
+  MAKE_OR_SKIP(worker, options);
+  SubmitFromRegisteredArena(*worker, [](FrameRequest& req, uint8_t* mine, size_t size, std::atomic<int>* count) {
+    req.owner = std::shared_ptr<void>(mine, [size, count](void* p) {
+      std::memset(p, 0x5A, size);
+      count->fetch_add(1);
+    });
+  });
 }
 
 // A frame whose request owns its memory, as a decoded AVFrame's does: rows padded to a

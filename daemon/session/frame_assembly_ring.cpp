@@ -10,11 +10,6 @@
 
 namespace conveyor {
 
-void PinnedInputBudget::SetLimit(uint64_t limit) {
-  std::lock_guard<std::mutex> lock(mu_);
-  limit_ = limit;
-}
-
 bool PinnedInputBudget::TryReserve(uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   if (bytes > limit_ || in_use_ > limit_ - bytes) return false;
@@ -66,19 +61,19 @@ FrameAssemblyRing::~FrameAssemblyRing() {
   if (budget_ != nullptr) budget_->Give(length_);
 }
 
-FrameAssemblyRing::Lease FrameAssemblyRing::TryTake() {
+std::shared_ptr<uint8_t> FrameAssemblyRing::TryTake() {
   int index = -1;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (int i = 0; i < count_ && index < 0; ++i) {
       if ((busy_ & (1u << i)) == 0) index = i;
     }
-    if (index < 0) return {};
+    if (index < 0) return nullptr;
     busy_ |= 1u << index;
   }
   uint8_t* data = base_ + static_cast<size_t>(index) * stride_;
   // The owner holds the ring: the buffer stays mapped and registered while it is read.
-  return {data, std::shared_ptr<void>(data, [ring = shared_from_this(), index](void*) { ring->Give(index); })};
+  return std::shared_ptr<uint8_t>(data, [ring = shared_from_this(), index](uint8_t*) { ring->Give(index); });
 }
 
 void FrameAssemblyRing::Give(int index) {

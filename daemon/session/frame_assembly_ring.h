@@ -22,15 +22,13 @@ namespace conveyor {
 class PinnedInputBudget {
  public:
   explicit PinnedInputBudget(uint64_t limit) : limit_(limit) {}
-  // A new limit applies to later reservations; held ones stay until given back.
-  void SetLimit(uint64_t limit);
   bool TryReserve(uint64_t bytes);
   void Give(uint64_t bytes);
   uint64_t in_use() const;
 
  private:
   mutable std::mutex mu_;
-  uint64_t limit_;
+  const uint64_t limit_;
   uint64_t in_use_ = 0;
 };
 
@@ -45,16 +43,11 @@ class FrameAssemblyRing : public std::enable_shared_from_this<FrameAssemblyRing>
   FrameAssemblyRing(const FrameAssemblyRing&) = delete;
   FrameAssemblyRing& operator=(const FrameAssemblyRing&) = delete;
 
-  // A free buffer of frame_bytes, and its owner: when the last copy of `owner` goes (the
-  // worker is done reading the frame) the buffer is free again. The owner keeps the ring,
-  // and so its registration, alive. {nullptr, nullptr} when every buffer is in use.
-  struct Lease {
-    uint8_t* data = nullptr;
-    std::shared_ptr<void> owner;
-  };
-  Lease TryTake();
+  // A free buffer of frame_bytes: when the last copy of the pointer goes (the worker is
+  // done reading the frame) the buffer is free again. It keeps the ring, and so its
+  // registration, alive. Null when every buffer is in use.
+  std::shared_ptr<uint8_t> TryTake();
 
-  int count() const { return count_; }
   size_t bytes() const { return length_; }
   int in_use() const;
 

@@ -109,20 +109,15 @@ StatusOr<bool> Session::TryPushFrameChunk(const v1::RawFrameChunk& chunk) {
   std::lock_guard<std::mutex> lock(raw_mu_);  // raw_frames_ below is the pipeline thread's too
   const std::string frame = "frame_chunk (frame " + std::to_string(frames_in_.load() + raw_frames_.size()) + ")";
   if (input_ended_) return InvalidArgument(frame + ": after end of input");
-  if (!assembling_owner_) {
+  if (!assembling_) {
     if (raw_frames_.size() >= static_cast<size_t>(options_.queue_frames)) {
       raw_refused_ = true;
       return false;
     }
-    FrameAssemblyRing::Lease buffer;
-    if (assembly_ring_ != nullptr) buffer = assembly_ring_->TryTake();
-    if (buffer.data == nullptr) {  // no ring, or all of it in use: the worker copies this frame
-      std::shared_ptr<uint8_t[]> heap(new uint8_t[expected]);
-      buffer.data = heap.get();
-      buffer.owner = std::move(heap);
+    if (assembly_ring_ != nullptr) assembling_ = assembly_ring_->TryTake();
+    if (assembling_ == nullptr) {  // no ring, or all of it in use: the worker copies this frame
+      assembling_ = std::shared_ptr<uint8_t>(new uint8_t[expected], std::default_delete<uint8_t[]>());
     }
-    assembling_data_ = buffer.data;
-    assembling_owner_ = std::move(buffer.owner);
     assembling_size_ = 0;
     assembling_pts_ = chunk.pts();
   }
@@ -134,7 +129,7 @@ StatusOr<bool> Session::TryPushFrameChunk(const v1::RawFrameChunk& chunk) {
   if (bytes_in_.load() + chunk.data().size() > options_.max_input_bytes) {
     return ResourceExhausted("input exceeds max_session_bytes (" + std::to_string(options_.max_input_bytes) + ")");
   }
-  std::memcpy(assembling_data_ + assembling_size_, chunk.data().data(), chunk.data().size());
+  std::memcpy(assembling_.get() + assembling_size_, chunk.data().data(), chunk.data().size());
   assembling_size_ += chunk.data().size();
   bytes_in_ += chunk.data().size();
   meter_.BytesIn(chunk.data().size());
@@ -145,9 +140,9 @@ StatusOr<bool> Session::TryPushFrameChunk(const v1::RawFrameChunk& chunk) {
                              std::to_string(job_.raw_width) + "x" + std::to_string(job_.raw_height) + " " +
                              PixelFormatName(job_.raw_format) + " frame has " + std::to_string(expected));
     }
-    raw_frames_.push_back({assembling_data_, assembling_size_, std::move(assembling_owner_), assembling_pts_, -1});
-    assembling_owner_.reset();
-    assembling_data_ = nullptr;
+    const uint8_t* data = assembling_.get();
+    raw_frames_.push_back({data, assembling_size_, std::move(assembling_), assembling_pts_, -1});
+    assembling_.reset();
     assembling_size_ = 0;
     raw_cv_.notify_all();
   }
@@ -526,7 +521,7 @@ Status Session::RunRaw() {
       if (raw_frames_.empty()) {
         std::lock_guard<std::mutex> state_lock(state_mu_);
         if (cancelled_) return failure_;
-        if (assembling_owner_) {
+        if (assembling_) {
           return InvalidArgument("frame_chunk (frame " + std::to_string(frames_in_.load()) +
                                  "): input ended inside a frame, after " + std::to_string(assembling_size_) +
                                  " of " + std::to_string(job_.RawFrameBytes()) + " bytes");

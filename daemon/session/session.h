@@ -176,11 +176,9 @@ class Session : public std::enable_shared_from_this<Session> {
   std::mutex raw_mu_;
   std::condition_variable raw_cv_;
   std::deque<RawFrame> raw_frames_;
-  // The frame being assembled from frame_chunk messages: assembling_size_ bytes so far
-  // at assembling_data_, a buffer of the ring or of the heap that assembling_owner_
-  // owns (null: no frame under way).
-  std::shared_ptr<void> assembling_owner_;
-  uint8_t* assembling_data_ = nullptr;
+  // The frame being assembled from frame_chunk messages, in a buffer of the ring or of
+  // the heap (null: no frame under way), and its bytes so far.
+  std::shared_ptr<uint8_t> assembling_;
   size_t assembling_size_ = 0;
   int64_t assembling_pts_ = 0;
   std::shared_ptr<FrameAssemblyRing> assembly_ring_;  // guarded by raw_mu_; null: none

@@ -15,7 +15,8 @@ grep -qx '/.h200fuzz/' .git/info/exclude 2>/dev/null || echo '/.h200fuzz/' >> .g
 rm -rf .h200fuzz && mkdir -p .h200fuzz/lib
 strip --strip-debug -o ".h200fuzz/$target" "$bin"
 echo "$target" > .h200fuzz/target
-if ldd "$bin" | grep -q libavcodec; then
+# (grep without -q: with pipefail, -q can stop reading early and ldd then dies of SIGPIPE)
+if ldd "$bin" | grep libavcodec >/dev/null; then
   [[ -f .h200/bundle.tar.xz ]] || { echo "stage: $target needs FFmpeg: run tests/gpu/h200_bundle/stage.sh first" >&2; exit 1; }
   cp .h200/bundle.tar.xz .h200fuzz/
 else

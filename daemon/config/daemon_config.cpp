@@ -132,8 +132,10 @@ const Field kFields[] = {
      "Page-locked host memory, all sessions together, for assembling raw frames that come in\n"
      "frame_chunk messages: a GPU worker uploads such a frame from where it was assembled\n"
      "instead of copying it into a pinned slot first. A session takes (2 x\n"
-     "session_queue_frames + 2) frames of it, 31 MiB at 1080p with the defaults; one that\n"
-     "finds too little left assembles in ordinary memory, and its frames are copied. 0: none.",
+     "session_queue_frames + 2) frames of it, 31 MiB at 1080p with the defaults, and leaves\n"
+     "it, still locked, to the next session of its size (let go after 60 s unused, or when\n"
+     "another size needs the room). One that finds too little left assembles in ordinary\n"
+     "memory, and its frames are copied. 0: none.",
      0, kMaxBytes, false, kBytes},
     {"workers", "cpu_threads", &DaemonConfig::cpu_threads, "--cpu-threads",
      "Threads of the CPU worker; 0: one per hardware thread.", 0, 4096},

@@ -110,9 +110,9 @@ StatusOr<DaemonMetrics> DaemonMetrics::Create(Registry& r, const BuildInfo& buil
                                            "Free bytes the daemon's malloc heap holds (resident or not).")));
   ASSIGN_OR_RETURN(m.pinned_input_,
                    r.AddCallbackGauge(Spec("conveyor_pinned_input_bytes",
-                                           "Page-locked host memory that sessions on GPU workers hold for "
-                                           "assembling raw frames sent in messages (workers.pinned_input_bytes "
-                                           "bounds it).")));
+                                           "Page-locked host memory for assembling raw frames sent in messages "
+                                           "on GPU workers: the rings sessions hold, and idle ones kept for the "
+                                           "next sessions (workers.pinned_input_bytes bounds it).")));
   ASSIGN_OR_RETURN(CounterFamily * rejected,
                    r.AddCounter(Spec("conveyor_sessions_rejected_total",
                                      "Transcode sessions refused, by reason.", {"reason"})));

@@ -34,10 +34,8 @@ StatusOr<std::shared_ptr<FrameAssemblyRing>> FrameAssemblyRing::Create(Worker& w
     return InvalidArgument("FrameAssemblyRing: " + std::to_string(count) + " buffers of " +
                            std::to_string(frame_bytes) + " bytes");
   }
-  // Each buffer starts on a page, so registrations never share a page with other data.
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  const size_t stride = (frame_bytes + page - 1) / page * page;
-  const size_t length = stride * static_cast<size_t>(count);
+  const size_t length = BytesFor(count, frame_bytes);
+  const size_t stride = length / static_cast<size_t>(count);
   if (!budget->TryReserve(length)) {
     return ResourceExhausted("workers.pinned_input_bytes: no room for " + std::to_string(length) +
                              " more bytes (" + std::to_string(budget->in_use()) + " held)");
@@ -49,10 +47,19 @@ StatusOr<std::shared_ptr<FrameAssemblyRing>> FrameAssemblyRing::Create(Worker& w
     return ResourceExhausted(std::string("mmap: ") + std::strerror(err));
   }
   // From here the ring owns the mapping and the reservation: its destructor gives both back.
-  std::shared_ptr<FrameAssemblyRing> ring(new FrameAssemblyRing(static_cast<uint8_t*>(base), length, stride, count));
+  std::shared_ptr<FrameAssemblyRing> ring(new FrameAssemblyRing(&worker, static_cast<uint8_t*>(base), length, stride, count));
   ring->budget_ = std::move(budget);
   ASSIGN_OR_RETURN(ring->registration_, worker.RegisterHostMemory(base, length));
   return ring;
+}
+
+size_t FrameAssemblyRing::BytesFor(int count, size_t frame_bytes) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return (frame_bytes + page - 1) / page * page * static_cast<size_t>(count);
+}
+
+bool FrameAssemblyRing::Fits(const Worker& worker, int count, size_t frame_bytes) const {
+  return worker_ == &worker && count_ == count && length_ == BytesFor(count, frame_bytes);
 }
 
 FrameAssemblyRing::~FrameAssemblyRing() {

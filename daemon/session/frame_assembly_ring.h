@@ -25,6 +25,7 @@ class PinnedInputBudget {
   bool TryReserve(uint64_t bytes);
   void Give(uint64_t bytes);
   uint64_t in_use() const;
+  uint64_t limit() const { return limit_; }
 
  private:
   mutable std::mutex mu_;
@@ -50,12 +51,18 @@ class FrameAssemblyRing : public std::enable_shared_from_this<FrameAssemblyRing>
 
   size_t bytes() const { return length_; }
   int in_use() const;
+  // The bytes a ring of `count` buffers of `frame_bytes` maps and registers: each buffer
+  // starts on a page, so registrations never share a page with other data.
+  static size_t BytesFor(int count, size_t frame_bytes);
+  // Whether this ring is what Create(worker, count, frame_bytes) would make.
+  bool Fits(const Worker& worker, int count, size_t frame_bytes) const;
 
  private:
-  FrameAssemblyRing(uint8_t* base, size_t length, size_t stride, int count)
-      : base_(base), length_(length), stride_(stride), count_(count) {}
+  FrameAssemblyRing(const Worker* worker, uint8_t* base, size_t length, size_t stride, int count)
+      : worker_(worker), base_(base), length_(length), stride_(stride), count_(count) {}
   void Give(int index);
 
+  const Worker* worker_;  // whom it is registered with; compared, never called
   uint8_t* base_;
   size_t length_, stride_;
   int count_;

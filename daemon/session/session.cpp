@@ -494,21 +494,41 @@ Status Session::RunContainer() {
 Status Session::RunRaw() {
   RETURN_IF_ERROR(BeginOutput(job_.raw_width, job_.raw_height, job_.frame_rate_num, job_.frame_rate_den,
                               job_.frame_rate_den, job_.frame_rate_num, "rawvideo", 0, nullptr, AVRational{0, 1}));
-  if (job_.shared_memory_slots == 0 && options_.pinned_input != nullptr) {
-    // Enough buffers for the frames queued here, those in the lane, one with the worker
-    // and one being assembled; frames past that are assembled in the heap and copied.
-    const int buffers = std::min(2 * options_.queue_frames + 2, 32);
-    StatusOr<std::shared_ptr<FrameAssemblyRing>> ring =
-        FrameAssemblyRing::Create(lane_->worker(), buffers, job_.RawFrameBytes(), options_.pinned_input);
-    if (ring.ok()) {
-      spdlog::debug("session {}: frames assembled in {} registered buffers ({} bytes)", id_, buffers,
-                    (*ring)->bytes());
-      std::lock_guard<std::mutex> lock(raw_mu_);
-      assembly_ring_ = std::move(ring).value();
-    } else {
-      spdlog::debug("session {}: frames assembled in ordinary memory: {}", id_, ring.status().ToString());
-    }
+  TakeAssemblyRing();
+  Status s = SubmitRawFrames();
+  ReturnAssemblyRing();
+  return s;
+}
+
+void Session::TakeAssemblyRing() {
+  if (job_.shared_memory_slots > 0 || options_.pinned_input == nullptr) return;
+  // Enough buffers for the frames queued here, those in the lane, one with the worker
+  // and one being assembled; frames past that are assembled in the heap and copied.
+  const int buffers = std::min(2 * options_.queue_frames + 2, 32);
+  StatusOr<std::shared_ptr<FrameAssemblyRing>> ring =
+      options_.pinned_input->Acquire(lane_->worker(), buffers, job_.RawFrameBytes());
+  if (!ring.ok()) {
+    spdlog::debug("session {}: frames assembled in ordinary memory: {}", id_, ring.status().ToString());
+    return;
   }
+  spdlog::debug("session {}: frames assembled in {} registered buffers ({} bytes)", id_, buffers, (*ring)->bytes());
+  std::lock_guard<std::mutex> lock(raw_mu_);
+  assembly_ring_ = std::move(ring).value();
+}
+
+// However the input ended, the ring goes back to the pool for the next session; a chunk
+// that still comes is assembled in the heap.
+void Session::ReturnAssemblyRing() {
+  std::shared_ptr<FrameAssemblyRing> ring;
+  {
+    std::lock_guard<std::mutex> lock(raw_mu_);
+    ring = std::move(assembly_ring_);
+    assembly_ring_ = nullptr;
+  }
+  if (ring != nullptr) options_.pinned_input->Release(std::move(ring));
+}
+
+Status Session::SubmitRawFrames() {
   for (;;) {
     RawFrame frame;
     bool resume = false;

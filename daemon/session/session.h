@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "byte_queue.h"
+#include "assembly_ring_pool.h"
 #include "conveyor/v1/transcoder.pb.h"
 #include "frame_assembly_ring.h"
 #include "job.h"
@@ -62,10 +63,10 @@ struct SessionOptions {
   size_t message_bytes = 1 << 20;   // largest data field in one response
   const SessionMetricsContext* metrics = nullptr;  // none: count nothing
   // Registered memory for frames that arrive in frame_chunk messages, across sessions
-  // (frame_assembly_ring.h): the SessionManager's budget, which it sets when the worker
-  // gains from it (a GPU); its size is pinned_input_bytes. Null: ordinary memory.
+  // (frame_assembly_ring.h): the SessionManager's pool of rings, which it sets when the
+  // worker gains from it (a GPU); its budget is pinned_input_bytes. Null: ordinary memory.
   uint64_t pinned_input_bytes = 1ull << 30;
-  std::shared_ptr<PinnedInputBudget> pinned_input;
+  std::shared_ptr<AssemblyRingPool> pinned_input;
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -131,6 +132,11 @@ class Session : public std::enable_shared_from_this<Session> {
   void Run();
   Status RunContainer();
   Status RunRaw();
+  // The raw input's frames, from messages or shared memory, to the worker until it ends.
+  Status SubmitRawFrames();
+  // A ring from the pool to assemble frame_chunks in (GPU workers), and back at the end.
+  void TakeAssemblyRing();
+  void ReturnAssemblyRing();
   Status BeginOutput(int width, int height, int rate_num, int rate_den, int tb_num, int tb_den,
                      const std::string& codec, int rotation, const AVCodecParameters* audio,
                      AVRational audio_time_base);

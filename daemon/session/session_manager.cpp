@@ -25,7 +25,7 @@ std::string NewSessionId() {
 SessionManager::SessionManager(Scheduler* scheduler, SessionOptions options, SessionLimits limits)
     : scheduler_(scheduler),
       options_(options),
-      pinned_input_(std::make_shared<PinnedInputBudget>(options.pinned_input_bytes)),
+      pinned_input_(std::make_shared<AssemblyRingPool>(options.pinned_input_bytes)),
       limits_(limits) {
   // spdlog builds its registry on first use; built here, before the reaper starts, it is
   // never first built by the reaper and another thread at once (TSan saw that race).
@@ -204,6 +204,12 @@ void SessionManager::ReapLoop() {
       spdlog::debug("no session for {} s: {}", kIdleHeapReleaseS,
                     ReleaseFreeHeap() ? "free heap pages returned to the OS" : "no free heap pages to return");
       if (counted != nullptr) counted->IdleHeapReleases().Inc();
+    }
+    const int trimmed = pinned_input_->Trim(
+        Clock::now() - std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::duration<double>(AssemblyRingPool::kIdleRingKeepS)));
+    if (trimmed > 0) {
+      spdlog::debug("{} frame-assembly ring(s) idle for {} s let go", trimmed, AssemblyRingPool::kIdleRingKeepS);
     }
     for (auto& s : idle) {
       if (s->finished()) {

@@ -63,8 +63,10 @@ class SessionManager {
   // Waits until no session is left or the timeout passes; true when none is left.
   bool WaitUntilIdle(double timeout_s);
   Scheduler& scheduler() { return *scheduler_; }
-  // Registered memory that sessions hold for assembling frames (frame_assembly_ring.h).
-  uint64_t pinned_input_in_use() const { return pinned_input_->in_use(); }
+  // Registered memory for assembling frames (assembly_ring_pool.h): the rings sessions
+  // hold and the idle ones kept for the next sessions.
+  uint64_t pinned_input_in_use() const { return pinned_input_->registered_bytes(); }
+  AssemblyRingPool& assembly_rings() { return *pinned_input_; }
 
  private:
   void ReapLoop();
@@ -77,7 +79,7 @@ class SessionManager {
   SessionOptions options_;  // guarded by mu_
   // Registered memory for frames assembled from messages, across sessions; its size
   // comes from the options at construction (a restart changes it).
-  std::shared_ptr<PinnedInputBudget> pinned_input_;
+  std::shared_ptr<AssemblyRingPool> pinned_input_;
   SessionLimits limits_;    // guarded by mu_
   std::condition_variable changed_;
   std::map<std::string, std::shared_ptr<Session>> sessions_;

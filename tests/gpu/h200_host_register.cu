@@ -2,8 +2,8 @@
 // session's frame-assembly ring costs (daemon/session/frame_assembly_ring.h), and whether
 // it holds up copies that another thread issues meanwhile, as the GPU worker's would be.
 //   nvcc -O2 -cudart static -o host_register tests/gpu/h200_host_register.cu && ./host_register
-// Sizes: one 1080p yuv420p frame (page-rounded), and a default ring of 18 of them
-// (2 x session_queue_frames + 2).
+// Sizes: one 1080p yuv420p frame (page-rounded), and rings of 18 and 72 of them (2 x
+// session_queue_frames + 2 buffers: 10 with the default queue of 4, 18 with 8).
 #include <sys/mman.h>
 
 #include <algorithm>

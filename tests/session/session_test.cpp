@@ -647,25 +647,33 @@ TEST_F(SessionTest, JpegsInSharedSlotsAreTheEncodersAndEverySlotGoesBack) {
 // Raw frames that come in messages are assembled in buffers registered with a GPU
 // worker, which uploads them from there; here a CPU worker posing as a GPU counts the
 // frames that arrive in registered memory. The JPEGs are the encoder's bytes as before
-// (RunRawStream), and the registration and the budget are given back at the end.
+// (RunRawStream). The second session of the same size takes the first one's ring,
+// registered once; the pool lets it go when it has been idle long enough.
 TEST(SessionAssembly, FramesInMessagesAreAssembledInRegisteredBuffers) {
   EngineOptions options{4, TestSessionOptions()};
   options.count_registrations = true;
   options.backend = "hip-nvidia";
   Engine engine(options);
+  RegistrationCountingWorker& w = *engine.counting();
+  uint64_t ring_bytes = 0;
   for (int round = 0; round < 2; ++round) {
     RunRawStream(engine, 160, 120, 24);
     engine.ExpectNothingHeld();
-    RegistrationCountingWorker& w = *engine.counting();
-    EXPECT_EQ(w.registrations(), round + 1) << "one ring a session";
-    EXPECT_EQ(w.live_registrations(), 0);
-    EXPECT_EQ(engine.manager().pinned_input_in_use(), 0u);
+    EXPECT_EQ(w.registrations(), 1) << "one ring for both sessions";
+    EXPECT_EQ(w.live_registrations(), 1) << "kept for the next session";
+    EXPECT_EQ(engine.manager().assembly_rings().idle_rings(), 1);
+    if (round == 0) ring_bytes = engine.manager().pinned_input_in_use();
+    EXPECT_GT(ring_bytes, 0u);
+    EXPECT_EQ(engine.manager().pinned_input_in_use(), ring_bytes);
     // The ring is made when the session's thread starts, so up to queue_frames + 1
     // frames may come before it and be assembled in the heap, and a producer faster than
     // the worker can find every buffer in use; but the first ring-full after it is made
     // (10 buffers) all come from it.
     EXPECT_GE(w.frames_in_registered(), 10 * (round + 1)) << w.frames() << " frames";
   }
+  EXPECT_EQ(engine.manager().assembly_rings().Trim(AssemblyRingPool::Clock::now() + std::chrono::seconds(1)), 1);
+  EXPECT_EQ(w.live_registrations(), 0);
+  EXPECT_EQ(engine.manager().pinned_input_in_use(), 0u);
 }
 
 TEST(SessionAssembly, NoRegisteredBuffersOnTheCpuWorkerOrPastTheBudget) {

@@ -1,5 +1,9 @@
 # The real conveyord (portable bundle, nvidia flavour) end to end on the GPU host.
+#   bash .h200/run.sh [container] [raw] [shm] [assembly]   (default: all four)
+# ROUNDS (3) sets the alternating rounds of the assembly A/B.
 set -u
+parts=" ${*:-container raw shm assembly} "
+want() { [[ $parts == *" $1 "* ]]; }
 cd "${BUNDLE_DIR:-.h200}"
 B=$(basename "$(tar tJf bundle.tar.xz | head -1)")
 tar xJf bundle.tar.xz
@@ -12,10 +16,15 @@ D="--conveyord $PWD/$B/bin/conveyord --daemon-arg=--metrics-listen --daemon-arg=
 # No ffmpeg CLI here: the reference is the CLI's pipeline rebuilt on the bundle's own
 # libav* (same LD_LIBRARY_PATH as the daemon). One run first, to show what it loaded.
 R="--reference libav --reference-bin $PWD/conveyor-bench-libav-mjpeg"
+if want container; then
 echo "== reference check"; ./conveyor-bench-libav-mjpeg --input n1080.mp4 --q 5 2>&1 | head -3
 for s in 1 4 8; do echo "== container, $s sessions"; ./conveyor-bench-daemon $D $R --input n1080.mp4 --sessions $s 2>&1 | grep -vE "^\{"; done
+fi
+if want raw; then
 for s in 1 4; do echo "== raw, $s sessions"; ./conveyor-bench-daemon $D --input n1080.mp4 --raw 1920x1080 --raw-file /tmp/n1080.yuv --sessions $s 2>&1 | grep -vE "^\{"; done
 echo "== raw lockstep"; ./conveyor-bench-daemon $D --input n1080.mp4 --raw 1920x1080 --raw-file /tmp/n1080.yuv --sessions 1 --lockstep 2>&1 | grep -vE "^\{"
+fi
+if want shm; then
 # Raw frames through shared memory (RawInput.shared_memory_slots): the GPU worker uploads
 # from the registered mapping, or copies where the runtime refuses read-only pages.
 for s in 1 4; do echo "== raw shared memory, $s sessions"; ./conveyor-bench-daemon $D --input n1080.mp4 --raw 1920x1080 --raw-file /tmp/n1080.yuv --sessions $s --shared-memory 4 2>&1 | grep -vE "^\{"; done
@@ -26,13 +35,16 @@ for i in 1 2 3; do
   echo "== raw shared memory lockstep, round $i"; ./conveyor-bench-daemon $D --input n1080.mp4 --raw 1920x1080 --raw-file /tmp/n1080.yuv --sessions 1 --lockstep --shared-memory 2 2>&1 | grep -E "lockstep|conveyord \("
   echo "== raw shared memory both ways lockstep, round $i"; ./conveyor-bench-daemon $D --input n1080.mp4 --raw 1920x1080 --raw-file /tmp/n1080.yuv --sessions 1 --lockstep --shared-memory 2 --shared-output 2 2>&1 | grep -E "lockstep|conveyord \("
 done
+fi
+if want assembly; then
 # Raw frames in messages, assembled in registered memory (the default) or in ordinary
 # memory and copied by the worker (workers.pinned_input_bytes = 0), alternating.
 printf '[workers]\npinned_input_bytes = 0\n' > /tmp/pinned0.toml
-for i in 1 2 3; do
+for i in $(seq "${ROUNDS:-3}"); do
   for c in on off; do
     A=""; [[ $c == off ]] && A="--daemon-arg=--config --daemon-arg=/tmp/pinned0.toml"
     echo "== raw in messages lockstep, registered assembly $c, round $i"; ./conveyor-bench-daemon $D $A --input n1080.mp4 --raw 1920x1080 --raw-file /tmp/n1080.yuv --sessions 1 --lockstep 2>&1 | grep -E "lockstep|conveyord \("
     echo "== raw in messages, 4 sessions, registered assembly $c, round $i"; ./conveyor-bench-daemon $D $A --input n1080.mp4 --raw 1920x1080 --raw-file /tmp/n1080.yuv --sessions 4 2>&1 | grep -E "conveyord \("
   done
 done
+fi

@@ -111,8 +111,10 @@ StatusOr<DaemonMetrics> DaemonMetrics::Create(Registry& r, const BuildInfo& buil
   ASSIGN_OR_RETURN(m.pinned_input_,
                    r.AddCallbackGauge(Spec("conveyor_pinned_input_bytes",
                                            "Page-locked host memory for assembling raw frames sent in messages "
-                                           "on GPU workers: the rings sessions hold, and idle ones kept for the "
-                                           "next sessions (workers.pinned_input_bytes bounds it).")));
+                                           "on GPU workers: state in_use, the rings of running sessions (and "
+                                           "of their frames still with a worker); idle, rings kept for the "
+                                           "next sessions. workers.pinned_input_bytes bounds the sum.",
+                                           {"state"})));
   ASSIGN_OR_RETURN(CounterFamily * rejected,
                    r.AddCounter(Spec("conveyor_sessions_rejected_total",
                                      "Transcode sessions refused, by reason.", {"reason"})));
@@ -197,8 +199,8 @@ StatusOr<ScopedCallback> DaemonMetrics::BindHeapFree(std::function<double()> fn)
   return heap_free_->Bind({}, std::move(fn));
 }
 
-StatusOr<ScopedCallback> DaemonMetrics::BindPinnedInput(std::function<double()> fn) {
-  return pinned_input_->Bind({}, std::move(fn));
+StatusOr<ScopedCallback> DaemonMetrics::BindPinnedInput(const std::string& state, std::function<double()> fn) {
+  return pinned_input_->Bind({state}, std::move(fn));
 }
 
 StatusOr<ScopedCallback> DaemonMetrics::BindQueueDepth(const std::string& device, std::function<double()> fn) {

@@ -82,8 +82,9 @@ class DaemonMetrics {
   // The process's malloc heap: bytes in use, and free bytes it holds.
   StatusOr<ScopedCallback> BindHeapInUse(std::function<double()> fn);
   StatusOr<ScopedCallback> BindHeapFree(std::function<double()> fn);
-  // Page-locked host memory sessions hold for assembling raw frames from messages.
-  StatusOr<ScopedCallback> BindPinnedInput(std::function<double()> fn);
+  // Page-locked host memory for assembling raw frames from messages; `state`: "in_use"
+  // (running sessions' rings) or "idle" (rings kept for the next sessions).
+  StatusOr<ScopedCallback> BindPinnedInput(const std::string& state, std::function<double()> fn);
   // `fn`: frames waiting for the device's worker.
   StatusOr<ScopedCallback> BindQueueDepth(const std::string& device, std::function<double()> fn);
 

@@ -45,10 +45,14 @@ Status Observability::Serve(const std::string& listen, SessionManager* sessions,
   ASSIGN_OR_RETURN(metrics::ScopedCallback active,
                    daemon_->BindSessionsActive([sessions] { return static_cast<double>(sessions->active()); }));
   bindings_.push_back(std::move(active));
-  ASSIGN_OR_RETURN(metrics::ScopedCallback pinned_input, daemon_->BindPinnedInput([sessions] {
+  ASSIGN_OR_RETURN(metrics::ScopedCallback pinned_in_use, daemon_->BindPinnedInput("in_use", [sessions] {
     return static_cast<double>(sessions->pinned_input_in_use());
   }));
-  bindings_.push_back(std::move(pinned_input));
+  bindings_.push_back(std::move(pinned_in_use));
+  ASSIGN_OR_RETURN(metrics::ScopedCallback pinned_idle, daemon_->BindPinnedInput("idle", [sessions] {
+    return static_cast<double>(sessions->pinned_input_idle());
+  }));
+  bindings_.push_back(std::move(pinned_idle));
   if (listen.empty()) return OkStatus();
   metrics::HttpEndpoint::Hooks hooks;
   hooks.registry = &registry_;

@@ -54,6 +54,18 @@ int AssemblyRingPool::Trim(Clock::time_point cutoff) {
   return static_cast<int>(dropped.size());
 }
 
+uint64_t AssemblyRingPool::idle_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t bytes = 0;
+  for (const IdleRing& r : idle_) bytes += r.ring->bytes();
+  return bytes;
+}
+
+uint64_t AssemblyRingPool::in_use_bytes() const {
+  const uint64_t idle = idle_bytes(), registered = registered_bytes();
+  return registered > idle ? registered - idle : 0;  // a ring may come or go between the reads
+}
+
 int AssemblyRingPool::idle_rings() const {
   std::lock_guard<std::mutex> lock(mu_);
   return static_cast<int>(idle_.size());

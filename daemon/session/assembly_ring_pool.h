@@ -45,6 +45,10 @@ class AssemblyRingPool {
 
   // Registered bytes, idle rings included (the conveyor_pinned_input_bytes gauge).
   uint64_t registered_bytes() const { return budget_->in_use(); }
+  // Of them, the idle rings', and the rest: rings of running sessions, and rings let go
+  // whose last frames are still with a worker. Each read on its own, so a gauge pair.
+  uint64_t idle_bytes() const;
+  uint64_t in_use_bytes() const;
   int idle_rings() const;
 
  private:

@@ -51,7 +51,8 @@ std::string PopulatedScrape(Registry& r) {
   ScopedCallback sessions = std::move(m->BindSessionsActive([] { return 3.0; }).value());
   ScopedCallback heap_in_use = std::move(m->BindHeapInUse([] { return 12582912.0; }).value());
   ScopedCallback heap_free = std::move(m->BindHeapFree([] { return 4194304.0; }).value());
-  ScopedCallback pinned_input = std::move(m->BindPinnedInput([] { return 32505856.0; }).value());
+  ScopedCallback pinned_in_use = std::move(m->BindPinnedInput("in_use", [] { return 32505856.0; }).value());
+  ScopedCallback pinned_idle = std::move(m->BindPinnedInput("idle", [] { return 65011712.0; }).value());
   for (const char* device : {"cpu", "gpu0"}) {
     DeviceMetrics d = m->ForDevice(device).value();
     d.frames_in->Inc(10);
@@ -109,7 +110,8 @@ TEST(DaemonMetrics, FullScrapeHasEveryFamily) {
            "conveyor_idle_heap_releases_total 2\n",
            "conveyor_heap_in_use_bytes 12582912\n",
            "conveyor_heap_free_bytes 4194304\n",
-           "conveyor_pinned_input_bytes 32505856\n",
+           "conveyor_pinned_input_bytes{state=\"in_use\"} 32505856\n",
+           "conveyor_pinned_input_bytes{state=\"idle\"} 65011712\n",
            "conveyor_sessions_rejected_total{reason=\"draining\"} 1\n",
            "conveyor_sessions_rejected_total{reason=\"session_cap\"} 0\n",
            "conveyor_queue_depth{device=\"gpu0\"} 2\n",

@@ -36,6 +36,8 @@ TEST(AssemblyRingPool, AReleasedRingIsTheNextSessionsOfItsWorkerAndShape) {
   pool.Release(std::move(first).value());
   EXPECT_EQ(pool.idle_rings(), 1);
   EXPECT_EQ(pool.registered_bytes(), 4 * 3 * kPage) << "kept registered while idle";
+  EXPECT_EQ(pool.idle_bytes(), 4 * 3 * kPage);
+  EXPECT_EQ(pool.in_use_bytes(), 0u);
 
   // Another worker, another count, another buffer size: each a ring of its own.
   for (auto [w, count, bytes] : {std::tuple{other.get(), 4, 3 * kPage}, std::tuple{worker.get(), 5, 3 * kPage},
@@ -52,6 +54,8 @@ TEST(AssemblyRingPool, AReleasedRingIsTheNextSessionsOfItsWorkerAndShape) {
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(again->get(), made);
   EXPECT_EQ(pool.idle_rings(), 0);
+  EXPECT_EQ(pool.idle_bytes(), 0u);
+  EXPECT_EQ(pool.in_use_bytes(), 4 * 3 * kPage);
   EXPECT_EQ(worker->registrations(), 3) << "no new registration";
   EXPECT_EQ(worker->live_registrations(), 1);
 }

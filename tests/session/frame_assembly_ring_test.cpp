@@ -15,14 +15,7 @@
 namespace conveyor {
 namespace {
 
-using session_test::RegistrationCountingWorker;
-
-std::unique_ptr<RegistrationCountingWorker> TestWorker() {
-  WorkerOptions wo;
-  wo.slots = 1;
-  wo.cpu_threads = 1;
-  return std::make_unique<RegistrationCountingWorker>(MakeCpuWorker(wo));
-}
+constexpr auto TestWorker = session_test::SmallCountingWorker;
 
 TEST(PinnedInputBudget, ReservesUpToItsLimit) {
   PinnedInputBudget budget(100);

@@ -79,4 +79,12 @@ class RegistrationCountingWorker : public Worker {
   std::atomic<bool> refuse_{false};
 };
 
+// One over a one-thread, one-slot CPU worker: enough for tests of the memory itself.
+inline std::unique_ptr<RegistrationCountingWorker> SmallCountingWorker() {
+  WorkerOptions wo;
+  wo.slots = 1;
+  wo.cpu_threads = 1;
+  return std::make_unique<RegistrationCountingWorker>(MakeCpuWorker(wo));
+}
+
 }  // namespace conveyor::session_test

@@ -43,10 +43,11 @@ class AssemblyRingPool {
   // Lets go of the rings idle since before `cutoff`; returns how many.
   int Trim(Clock::time_point cutoff);
 
-  // Registered bytes, idle rings included (the conveyor_pinned_input_bytes gauge).
+  // Registered bytes, idle rings included: what the budget holds.
   uint64_t registered_bytes() const { return budget_->in_use(); }
   // Of them, the idle rings', and the rest: rings of running sessions, and rings let go
-  // whose last frames are still with a worker. Each read on its own, so a gauge pair.
+  // whose last frames are still with a worker (conveyor_pinned_input_bytes{state="idle"}
+  // and {state="in_use"}). The two are read one after the other, not as one snapshot.
   uint64_t idle_bytes() const;
   uint64_t in_use_bytes() const;
   int idle_rings() const;

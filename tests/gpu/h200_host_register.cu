@@ -92,6 +92,7 @@ int main() {
   const size_t len = frame * 18;
   for (int rep = 0; rep < 10; ++rep) {
     void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) { perror("mmap"); break; }
     memset(p, 1, len);
     if (cudaHostRegister(p, len, cudaHostRegisterDefault) != cudaSuccess) { printf("register failed\n"); break; }
     cudaHostUnregister(p);

@@ -46,11 +46,11 @@ Status Observability::Serve(const std::string& listen, SessionManager* sessions,
                    daemon_->BindSessionsActive([sessions] { return static_cast<double>(sessions->active()); }));
   bindings_.push_back(std::move(active));
   ASSIGN_OR_RETURN(metrics::ScopedCallback pinned_in_use, daemon_->BindPinnedInput("in_use", [sessions] {
-    return static_cast<double>(sessions->pinned_input_in_use());
+    return static_cast<double>(sessions->assembly_rings().in_use_bytes());
   }));
   bindings_.push_back(std::move(pinned_in_use));
   ASSIGN_OR_RETURN(metrics::ScopedCallback pinned_idle, daemon_->BindPinnedInput("idle", [sessions] {
-    return static_cast<double>(sessions->pinned_input_idle());
+    return static_cast<double>(sessions->assembly_rings().idle_bytes());
   }));
   bindings_.push_back(std::move(pinned_idle));
   if (listen.empty()) return OkStatus();

@@ -8,7 +8,7 @@
 //
 // Idle rings count against the same budget (workers.pinned_input_bytes). A session that
 // needs room lets go of idle rings of other shapes, oldest first; and the session
-// manager's reaper lets go of any ring idle for longer than kIdleRingKeepS, so pinned
+// manager's reaper lets go of any ring idle for longer than kIdleRingKeep, so pinned
 // memory goes back to the host some time after a burst of sessions ends.
 #pragma once
 
@@ -28,7 +28,7 @@ namespace conveyor {
 class AssemblyRingPool {
  public:
   using Clock = std::chrono::steady_clock;
-  static constexpr double kIdleRingKeepS = 60;
+  static constexpr std::chrono::seconds kIdleRingKeep{60};
 
   explicit AssemblyRingPool(uint64_t limit_bytes) : budget_(std::make_shared<PinnedInputBudget>(limit_bytes)) {}
   AssemblyRingPool(const AssemblyRingPool&) = delete;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -142,7 +143,6 @@ StatusOr<bool> Session::TryPushFrameChunk(const v1::RawFrameChunk& chunk) {
     }
     const uint8_t* data = assembling_.get();
     raw_frames_.push_back({data, assembling_size_, std::move(assembling_), assembling_pts_, -1});
-    assembling_.reset();
     assembling_size_ = 0;
     raw_cv_.notify_all();
   }
@@ -522,8 +522,7 @@ void Session::ReturnAssemblyRing() {
   std::shared_ptr<FrameAssemblyRing> ring;
   {
     std::lock_guard<std::mutex> lock(raw_mu_);
-    ring = std::move(assembly_ring_);
-    assembly_ring_ = nullptr;
+    ring = std::exchange(assembly_ring_, nullptr);
   }
   if (ring != nullptr) options_.pinned_input->Release(std::move(ring));
 }

@@ -18,8 +18,8 @@
 #include <thread>
 #include <vector>
 
-#include "byte_queue.h"
 #include "assembly_ring_pool.h"
+#include "byte_queue.h"
 #include "conveyor/v1/transcoder.pb.h"
 #include "frame_assembly_ring.h"
 #include "job.h"

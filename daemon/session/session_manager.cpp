@@ -205,11 +205,9 @@ void SessionManager::ReapLoop() {
                     ReleaseFreeHeap() ? "free heap pages returned to the OS" : "no free heap pages to return");
       if (counted != nullptr) counted->IdleHeapReleases().Inc();
     }
-    const int trimmed = pinned_input_->Trim(
-        Clock::now() - std::chrono::duration_cast<Clock::duration>(
-                           std::chrono::duration<double>(AssemblyRingPool::kIdleRingKeepS)));
+    const int trimmed = pinned_input_->Trim(AssemblyRingPool::Clock::now() - AssemblyRingPool::kIdleRingKeep);
     if (trimmed > 0) {
-      spdlog::debug("{} frame-assembly ring(s) idle for {} s let go", trimmed, AssemblyRingPool::kIdleRingKeepS);
+      spdlog::debug("{} frame-assembly ring(s) idle for {} s let go", trimmed, AssemblyRingPool::kIdleRingKeep.count());
     }
     for (auto& s : idle) {
       if (s->finished()) {

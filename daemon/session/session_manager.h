@@ -65,8 +65,6 @@ class SessionManager {
   Scheduler& scheduler() { return *scheduler_; }
   // Registered memory for assembling frames (assembly_ring_pool.h): the rings sessions
   // (or their frames still with a worker) hold, and the idle ones kept for the next.
-  uint64_t pinned_input_in_use() const { return pinned_input_->in_use_bytes(); }
-  uint64_t pinned_input_idle() const { return pinned_input_->idle_bytes(); }
   AssemblyRingPool& assembly_rings() { return *pinned_input_; }
 
  private:

@@ -662,10 +662,10 @@ TEST(SessionAssembly, FramesInMessagesAreAssembledInRegisteredBuffers) {
     EXPECT_EQ(w.registrations(), 1) << "one ring for both sessions";
     EXPECT_EQ(w.live_registrations(), 1) << "kept for the next session";
     EXPECT_EQ(engine.manager().assembly_rings().idle_rings(), 1);
-    if (round == 0) ring_bytes = engine.manager().pinned_input_idle();
+    if (round == 0) ring_bytes = engine.manager().assembly_rings().idle_bytes();
     EXPECT_GT(ring_bytes, 0u);
-    EXPECT_EQ(engine.manager().pinned_input_idle(), ring_bytes);
-    EXPECT_EQ(engine.manager().pinned_input_in_use(), 0u) << "no session holds it";
+    EXPECT_EQ(engine.manager().assembly_rings().idle_bytes(), ring_bytes);
+    EXPECT_EQ(engine.manager().assembly_rings().in_use_bytes(), 0u) << "no session holds it";
     // The ring is made when the session's thread starts, so up to queue_frames + 1
     // frames may come before it and be assembled in the heap, and a producer faster than
     // the worker can find every buffer in use; but the first ring-full after it is made
@@ -674,7 +674,7 @@ TEST(SessionAssembly, FramesInMessagesAreAssembledInRegisteredBuffers) {
   }
   EXPECT_EQ(engine.manager().assembly_rings().Trim(AssemblyRingPool::Clock::now() + std::chrono::seconds(1)), 1);
   EXPECT_EQ(w.live_registrations(), 0);
-  EXPECT_EQ(engine.manager().pinned_input_idle(), 0u);
+  EXPECT_EQ(engine.manager().assembly_rings().idle_bytes(), 0u);
 }
 
 TEST(SessionAssembly, NoRegisteredBuffersOnTheCpuWorkerOrPastTheBudget) {
@@ -689,7 +689,7 @@ TEST(SessionAssembly, NoRegisteredBuffersOnTheCpuWorkerOrPastTheBudget) {
     engine.ExpectNothingHeld();
     EXPECT_EQ(engine.counting()->registrations(), 0);
     EXPECT_EQ(engine.counting()->frames_in_registered(), 0);
-    EXPECT_EQ(engine.manager().pinned_input_in_use(), 0u);
+    EXPECT_EQ(engine.manager().assembly_rings().in_use_bytes(), 0u);
   }
 }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "cpu_dct_x86.h"
 #include "cpu_huffman.h"
@@ -77,11 +78,11 @@ inline Lanes8 ByteLanes(uint64_t q) {
 }
 inline Lanes8 EightBytes(const uint8_t* p) { return ByteLanes<0, 1, 2, 3, 4, 5, 6, 7>(Load<uint64_t>(p)); }
 
-// (v + bias) >> kColorFracBits clamped to 0..255, eight at a time, stored as bytes: the
+// (v + bias) >> shift (kColorFracBits unless given) clamped to 0..255, eight at a time, stored as bytes: the
 // lane-wise ClampToByte((XformDot(...) + bias) >> kColorFracBits).
-inline void StoreConverted(uint8_t* out, Lanes8 v, int32_t bias) {
+inline void StoreConverted(uint8_t* out, Lanes8 v, int32_t bias, int shift = kColorFracBits) {
   const Lanes8 zero = {}, top = zero + 255;
-  v = (v + bias) >> kColorFracBits;
+  v = (v + bias) >> shift;
   v = v < zero ? zero : v;
   v = v > top ? top : v;
   const Bytes32 y = reinterpret_cast<const Bytes32&>(v);  // each lane's low byte holds it
@@ -107,6 +108,79 @@ inline void ChromaOfEightPixels(const uint8_t* cb_row, const uint8_t* cr_row, in
     *cb = EightBytes(cb_row + x);
     *cr = EightBytes(cr_row + x);
   }
+}
+
+// Eight packed RGB pixels of kBpp bytes, four in each 128-bit half, and their channels
+// pulled out of it in int32 lanes: one in-lane byte shuffle (pshufb under AVX2) and a
+// mask a channel. Reads 16 bytes from the fifth pixel on: kPackedSpan pixels in all.
+template <int kBpp>
+constexpr int kPackedSpan = 4 + (16 + kBpp - 1) / kBpp;
+
+template <int kBpp>
+inline Bytes32 EightPackedPixels(const uint8_t* px) {
+  const Bytes16 lo = Load<Bytes16>(px), hi = Load<Bytes16>(px + 4 * kBpp);
+  return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
+                                 22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
+}
+
+// Output byte j of the shuffle: the channel's byte of pixel (j % 16) / 4 of j's half (only
+// each lane's low byte is kept).
+template <int kBpp, int kChannel>
+constexpr int PackedChannelByte(int j) {
+  return (j / 16) * 16 + ((j % 16) / 4) * kBpp + kChannel;
+}
+template <int kBpp, int kChannel, size_t... J>
+inline Lanes8 PackedChannel(Bytes32 pixels, std::index_sequence<J...>) {
+  const Bytes32 y = __builtin_shufflevector(pixels, pixels, PackedChannelByte<kBpp, kChannel>(J)...);
+  return reinterpret_cast<const Lanes8&>(y) & 0xFF;
+}
+
+// FetchTripleWith's (a, b, d) of pixels x..x+7 of source row `sy` of a packed RGB frame.
+template <class Layout>
+inline void TripleOfEightPackedPixels(const SourcePlanes& s, int sy, int x, Lanes8* a, Lanes8* b, Lanes8* d) {
+  const Layout l;
+  constexpr int kBpp = l.bytes_per_pixel;
+  const Bytes32 pixels = EightPackedPixels<kBpp>(s.plane[0] + static_cast<size_t>(sy) * s.stride[0] +
+                                                 static_cast<size_t>(x) * kBpp);
+  constexpr auto bytes = std::make_index_sequence<32>();
+  *a = PackedChannel<kBpp, l.r_index>(pixels, bytes);
+  *b = PackedChannel<kBpp, l.g_index>(pixels, bytes);
+  *d = PackedChannel<kBpp, l.b_index>(pixels, bytes);
+}
+
+// Luma of source row `sy` of a packed RGB frame, eight pixels at a time, LumaSample's
+// integers; returns the pixels done.
+template <class Layout>
+int LumaRowPacked(const ColorXform& x, const SourcePlanes& s, int sy, int w, uint8_t* row) {
+  int i = 0;
+  for (; i + kPackedSpan<Layout::bytes_per_pixel> <= w; i += 8) {
+    Lanes8 a, b, d;
+    TripleOfEightPackedPixels<Layout>(s, sy, i, &a, &b, &d);
+    StoreConverted(row + i, x.m[0][0] * a + x.m[0][1] * b + x.m[0][2] * d, x.bias[0]);
+  }
+  return i;
+}
+
+// Converted chroma (XformDot rows 1 and 2) of pixels [0, n) of source row `sy` of a packed
+// RGB frame, set into (first row) or added to `sum_b` and `sum_r`, eight at a time;
+// returns the pixels done.
+template <class Layout>
+int ChromaSumsPacked(const ColorXform& x, const SourcePlanes& s, int sy, int n, bool first, int32_t* sum_b,
+                     int32_t* sum_r) {
+  int i = 0;
+  for (; i + kPackedSpan<Layout::bytes_per_pixel> <= n; i += 8) {
+    Lanes8 a, b, d;
+    TripleOfEightPackedPixels<Layout>(s, sy, i, &a, &b, &d);
+    Lanes8 db = x.m[1][0] * a + x.m[1][1] * b + x.m[1][2] * d;
+    Lanes8 dr = x.m[2][0] * a + x.m[2][1] * b + x.m[2][2] * d;
+    if (!first) {
+      db += Load<Lanes8>(reinterpret_cast<const uint8_t*>(sum_b + i));
+      dr += Load<Lanes8>(reinterpret_cast<const uint8_t*>(sum_r + i));
+    }
+    std::memcpy(sum_b + i, &db, sizeof(db));
+    std::memcpy(sum_r + i, &dr, sizeof(dr));
+  }
+  return i;
 }
 
 // Luma of source row `sy` of a YUV frame, eight pixels at a time, then the per-sample
@@ -173,8 +247,12 @@ void ColorStageFor(const EncodePlan p, const SourcePlanes s, int band, uint8_t* 
   for (int y = 0; y < rows_y; ++y) {
     uint8_t* row = planes[0] + static_cast<size_t>(y) * plane_w;
     const int sy = ClampCoord(y0 + y, p.height);
-    int vectored = 0;  // RGB sources: the per-sample loop, which GCC vectorises well enough there
-    if constexpr (K != LayoutKind::kPackedRgb) vectored = LumaRowYuv<K, Layout>(x, s, sy, w, row);
+    int vectored;
+    if constexpr (K == LayoutKind::kPackedRgb) {
+      vectored = LumaRowPacked<Layout>(x, s, sy, w, row);
+    } else {
+      vectored = LumaRowYuv<K, Layout>(x, s, sy, w, row);
+    }
     for (int i = vectored; i < w; ++i) {
       int32_t a, b, d;
       FetchTripleWith<K>(layout, s, i, sy, &a, &b, &d);
@@ -205,7 +283,11 @@ void ColorStageFor(const EncodePlan p, const SourcePlanes s, int band, uint8_t* 
     // Sum the converted chroma of the vs source rows this output row covers...
     for (int dy = 0; dy < vs; ++dy) {
       const int sy = ClampCoord((c0 + y) * vs + dy, p.height);
-      for (int i = 0; i < w; ++i) {
+      int vectored = 0;
+      if constexpr (K == LayoutKind::kPackedRgb) {
+        vectored = ChromaSumsPacked<Layout>(x, s, sy, w, dy == 0, sum_b.data(), sum_r.data());
+      }
+      for (int i = vectored; i < w; ++i) {
         int32_t a, b, d;
         FetchTripleWith<K>(layout, s, i, sy, &a, &b, &d);
         const int32_t db = XformDot(x, 1, a, b, d);
@@ -214,8 +296,25 @@ void ColorStageFor(const EncodePlan p, const SourcePlanes s, int band, uint8_t* 
         sum_r[i] = dy == 0 ? dr : sum_r[i] + dr;
       }
     }
-    // ...then across the hs columns, clamping at the right edge like the sample path.
-    for (int i = 0; i < cplane_w; ++i) {
+    // ...then across the hs columns, clamping at the right edge like the sample path:
+    // eight samples at a time while their columns are all inside the row.
+    const int shift = kColorFracBits + log2n;
+    int i = 0;
+    for (; hs <= 2 && i + 8 <= cplane_w && (i + 8) * hs <= w; i += 8) {
+      Lanes8 tb = Load<Lanes8>(reinterpret_cast<const uint8_t*>(sum_b.data() + i * hs));
+      Lanes8 tr = Load<Lanes8>(reinterpret_cast<const uint8_t*>(sum_r.data() + i * hs));
+      if (hs == 2) {  // pairs of columns
+        const Lanes8 b1 = Load<Lanes8>(reinterpret_cast<const uint8_t*>(sum_b.data() + i * 2 + 8));
+        const Lanes8 r1 = Load<Lanes8>(reinterpret_cast<const uint8_t*>(sum_r.data() + i * 2 + 8));
+        tb = __builtin_shufflevector(tb, b1, 0, 2, 4, 6, 8, 10, 12, 14) +
+             __builtin_shufflevector(tb, b1, 1, 3, 5, 7, 9, 11, 13, 15);
+        tr = __builtin_shufflevector(tr, r1, 0, 2, 4, 6, 8, 10, 12, 14) +
+             __builtin_shufflevector(tr, r1, 1, 3, 5, 7, 9, 11, 13, 15);
+      }
+      StoreConverted(cb + i, tb, x.bias[1] * (1 << log2n), shift);
+      StoreConverted(cr + i, tr, x.bias[2] * (1 << log2n), shift);
+    }
+    for (; i < cplane_w; ++i) {
       int32_t tb = 0, tr = 0;
       for (int dx = 0; dx < hs; ++dx) {
         const int sx = ClampCoord(i * hs + dx, w);

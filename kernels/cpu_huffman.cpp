@@ -68,10 +68,16 @@ struct Writer {
   }
 };
 
+// libjpeg-turbo's jchuff.c forms the value bits the same way, without branches: with s
+// the sign mask (0 or -1), |v| = (v ^ s) - s, and v + s is v for v > 0 and v - 1 (the
+// one's complement of |v|) for v < 0, whose low n bits are the ones T.81 F.1.2.1 sends.
+// kNonzero: v is an AC level from the nonzero mask, so its bit length needs no zero check.
+template <bool kNonzero>
 inline void PutValue(Writer& w, const uint32_t* table, int run_high, int32_t v) {
-  const uint32_t magnitude = static_cast<uint32_t>(v < 0 ? -v : v);
-  const int n = BitLength(magnitude);
-  const uint32_t extra = static_cast<uint32_t>(v < 0 ? v - 1 : v) & ((1u << n) - 1);
+  const int32_t sign = v >> 31;
+  const uint32_t magnitude = static_cast<uint32_t>((v ^ sign) - sign);
+  const int n = kNonzero ? 32 - __builtin_clz(magnitude) : BitLength(magnitude);
+  const uint32_t extra = static_cast<uint32_t>(v + sign) & ((1u << n) - 1);
   const uint32_t entry = table[run_high | n];
   w.Put(((entry >> 8) << n) | extra, static_cast<int>(entry & 0xFF) + n);
 }
@@ -80,7 +86,7 @@ inline void EncodeBlockHost(Writer& w, const int16_t* levels, uint64_t nonzero, 
                             const uint32_t* dc, const uint32_t* ac) {
   const int32_t diff = levels[0] - *last_dc;
   *last_dc = levels[0];
-  PutValue(w, dc, 0, diff);
+  PutValue<false>(w, dc, 0, diff);
   int last = 0;
   while (nonzero != 0) {
     const int k = LowestSetBit64(nonzero);
@@ -90,7 +96,7 @@ inline void EncodeBlockHost(Writer& w, const int16_t* levels, uint64_t nonzero, 
       w.Put(ac[0xF0] >> 8, ac[0xF0] & 0xFF);  // ZRL
       run -= 16;
     }
-    PutValue(w, ac, run << 4, levels[k]);
+    PutValue<true>(w, ac, run << 4, levels[k]);
     last = k;
   }
   if (last != 63) w.Put(ac[0x00] >> 8, ac[0x00] & 0xFF);  // EOB

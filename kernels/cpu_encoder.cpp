@@ -59,7 +59,7 @@ typedef uint8_t Bytes32 __attribute__((vector_size(32)));
 typedef uint64_t Words2 __attribute__((vector_size(16)));
 
 template <class T>
-inline T Load(const uint8_t* p) {
+inline T Load(const void* p) {
   T v;
   std::memcpy(&v, p, sizeof(v));
   return v;
@@ -78,8 +78,8 @@ inline Lanes8 ByteLanes(uint64_t q) {
 }
 inline Lanes8 EightBytes(const uint8_t* p) { return ByteLanes<0, 1, 2, 3, 4, 5, 6, 7>(Load<uint64_t>(p)); }
 
-// (v + bias) >> shift (kColorFracBits unless given) clamped to 0..255, eight at a time, stored as bytes: the
-// lane-wise ClampToByte((XformDot(...) + bias) >> kColorFracBits).
+// (v + bias) >> shift (kColorFracBits unless given) clamped to 0..255, eight at a time,
+// stored as bytes: the lane-wise ClampToByte((XformDot(...) + bias) >> shift).
 inline void StoreConverted(uint8_t* out, Lanes8 v, int32_t bias, int shift = kColorFracBits) {
   const Lanes8 zero = {}, top = zero + 255;
   v = (v + bias) >> shift;
@@ -174,8 +174,8 @@ int ChromaSumsPacked(const ColorXform& x, const SourcePlanes& s, int sy, int n, 
     Lanes8 db = x.m[1][0] * a + x.m[1][1] * b + x.m[1][2] * d;
     Lanes8 dr = x.m[2][0] * a + x.m[2][1] * b + x.m[2][2] * d;
     if (!first) {
-      db += Load<Lanes8>(reinterpret_cast<const uint8_t*>(sum_b + i));
-      dr += Load<Lanes8>(reinterpret_cast<const uint8_t*>(sum_r + i));
+      db += Load<Lanes8>(sum_b + i);
+      dr += Load<Lanes8>(sum_r + i);
     }
     std::memcpy(sum_b + i, &db, sizeof(db));
     std::memcpy(sum_r + i, &dr, sizeof(dr));
@@ -301,11 +301,11 @@ void ColorStageFor(const EncodePlan p, const SourcePlanes s, int band, uint8_t* 
     const int shift = kColorFracBits + log2n;
     int i = 0;
     for (; hs <= 2 && i + 8 <= cplane_w && (i + 8) * hs <= w; i += 8) {
-      Lanes8 tb = Load<Lanes8>(reinterpret_cast<const uint8_t*>(sum_b.data() + i * hs));
-      Lanes8 tr = Load<Lanes8>(reinterpret_cast<const uint8_t*>(sum_r.data() + i * hs));
+      Lanes8 tb = Load<Lanes8>(sum_b.data() + i * hs);
+      Lanes8 tr = Load<Lanes8>(sum_r.data() + i * hs);
       if (hs == 2) {  // pairs of columns
-        const Lanes8 b1 = Load<Lanes8>(reinterpret_cast<const uint8_t*>(sum_b.data() + i * 2 + 8));
-        const Lanes8 r1 = Load<Lanes8>(reinterpret_cast<const uint8_t*>(sum_r.data() + i * 2 + 8));
+        const Lanes8 b1 = Load<Lanes8>(sum_b.data() + i * 2 + 8);
+        const Lanes8 r1 = Load<Lanes8>(sum_r.data() + i * 2 + 8);
         tb = __builtin_shufflevector(tb, b1, 0, 2, 4, 6, 8, 10, 12, 14) +
              __builtin_shufflevector(tb, b1, 1, 3, 5, 7, 9, 11, 13, 15);
         tr = __builtin_shufflevector(tr, r1, 0, 2, 4, 6, 8, 10, 12, 14) +

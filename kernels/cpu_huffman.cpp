@@ -76,7 +76,7 @@ template <bool kNonzero>
 inline void PutValue(Writer& w, const uint32_t* table, int run_high, int32_t v) {
   const int32_t sign = v >> 31;
   const uint32_t magnitude = static_cast<uint32_t>((v ^ sign) - sign);
-  const int n = kNonzero ? 32 - __builtin_clz(magnitude) : BitLength(magnitude);
+  const int n = kNonzero ? HighestSetBit32(magnitude) + 1 : BitLength(magnitude);
   const uint32_t extra = static_cast<uint32_t>(v + sign) & ((1u << n) - 1);
   const uint32_t entry = table[run_high | n];
   w.Put(((entry >> 8) << n) | extra, static_cast<int>(entry & 0xFF) + n);

@@ -65,14 +65,14 @@ function(conveyor_add_gpu_sources target)
     foreach(a ${CONVEYOR_AMD_ARCH_LIST})
       list(APPEND arch_flags --offload-arch=${a})
     endforeach()
-    file(GLOB headers "${CMAKE_CURRENT_SOURCE_DIR}/*.h")
+    file(GLOB headers "${CMAKE_CURRENT_SOURCE_DIR}/*.h" "${PROJECT_SOURCE_DIR}/base/*.h")
     foreach(src ${ARGN})
       get_filename_component(name ${src} NAME_WE)
       set(obj "${CMAKE_CURRENT_BINARY_DIR}/${name}.hip.o")
       add_custom_command(
         OUTPUT ${obj}
         COMMAND ${HIPCC} ${arch_flags} -O3 -std=c++17 -fPIC -DCONVEYOR_GPU_AMD
-                -I${CMAKE_CURRENT_SOURCE_DIR} -c ${CMAKE_CURRENT_SOURCE_DIR}/${src} -o ${obj}
+                -I${CMAKE_CURRENT_SOURCE_DIR} -I${PROJECT_SOURCE_DIR}/base -c ${CMAKE_CURRENT_SOURCE_DIR}/${src} -o ${obj}
         DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${src} ${headers}
         COMMENT "hipcc ${src} (${CONVEYOR_AMD_ARCH_LIST})"
         VERBATIM)

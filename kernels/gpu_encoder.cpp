@@ -1,5 +1,5 @@
 // GPU frame encoder: pinned staging, explicit non-blocking streams, an event per band and
-// per-band readback sized from mapped byte counters. The worker pipeline (issue 3) builds
+// per-band readback sized from mapped byte counters. The worker pipeline builds
 // its slot ring from the same pieces.
 #include "gpu_encoder.h"
 

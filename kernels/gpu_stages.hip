@@ -114,10 +114,11 @@ __device__ void FetchBlockRow(const EncodePlan& p, const SourcePlanes& s, int co
   }
 }
 
-// Stage 1: colour conversion, DCT and quantisation, fused. Thread (k, r) converts row r
-// of block k and runs its row pass, then runs column r of the same block. The converted
-// samples never leave registers; the levels are staged in shared memory in zigzag order
-// and leave in 16-byte stores (the CTA's blocks are consecutive in `levels`).
+// The first kernel: stages 1 and 2 (colour conversion, DCT and quantisation) fused.
+// Thread (k, r) converts row r of block k and runs its row pass, then runs column r of
+// the same block. The converted samples never leave registers; the levels are staged in
+// shared memory in zigzag order and leave in 16-byte stores (the CTA's blocks are
+// consecutive in `levels`).
 // Each CTA takes kDctBlocksPerCta blocks of one item of the launch.
 template <LayoutKind K>
 __global__ void ColorDctKernel(BandLaunch L) {
@@ -290,11 +291,12 @@ __device__ inline uint8_t StreamByte(const uint32_t* words, uint32_t j) {
   return static_cast<uint8_t>(words[j >> 2] >> (24 - 8 * (j & 3)));
 }
 
-// Stage 2. One CTA codes, assembles and places one restart segment: each thread codes
-// blocks of the segment into raw bit buffers (tables in shared memory), then a prefix
-// sum of the bit lengths places every block, they are ORed into place, padded with
-// 1-bits, and a second prefix sum gives each byte's position after stuffing. The bytes
-// are those EncodeSegment writes for the same segment.
+// The second kernel: stages 3 and 4 (Huffman coding, bitstream packing). One CTA codes,
+// assembles and places one restart segment: each thread codes blocks of the segment into
+// raw bit buffers (tables in shared memory), then a prefix sum of the bit lengths places
+// every block, they are ORed into place, padded with 1-bits, and a second prefix sum
+// gives each byte's position after stuffing. The bytes are those EncodeSegment writes
+// for the same segment.
 //
 // The segment's place in the band is the sum of the earlier segments' sizes. Each CTA
 // publishes its size, then sums the sizes published for the segments before it and

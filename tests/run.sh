@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what it needs, builds every flavour whose toolchain is on
 # this host and runs all tests through ctest.
+#   tree                    first: the tree's own checks (tests/repo/check_tree.sh)
 #   cpu (CONVEYOR_GPU=off)  always; the full suite, daemon and end-to-end tests included
 #   amd                     when hipcc is present: kernels, engine, GPU tests (they skip
 #                           with the runtime's reason when there is no AMD GPU) and
@@ -18,6 +19,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 jobs=$(nproc)
+
+echo "=== tree checks (tests/repo) ==="
+tests/repo/check_tree_test.sh
 
 deploy/install-deps.sh --test
 

@@ -1,5 +1,5 @@
-// `conveyord doctor` and `conveyor-doctor`: the seed's troubleshooting checklist as a
-// command (DESIGN.md rule 7). Free of gRPC, FFmpeg and spdlog so it runs as built on the
+// `conveyord doctor` and `conveyor-doctor`: the environment checklist of a GPU host as a
+// command (docs/DESIGN.md, Environment checks). Free of gRPC, FFmpeg and spdlog so it runs as built on the
 // GPU host. RunDoctor prints one line per check and returns the process exit code
 // (doctor_report.h: 0 usable, 1 blocked, 3 no GPU backend, 4 no device).
 #pragma once

@@ -1,5 +1,5 @@
-// The seed's `ldconfig -p | grep hsa` check: more than one copy of a GPU runtime library
-// on the loader path makes the runtime and its plugins disagree (field note 5.2). The
+// The `ldconfig -p | grep hsa` check: more than one copy of a GPU runtime library
+// on the loader path makes the runtime and its plugins disagree. The
 // parser and the verdict are pure; only RunLdconfig() touches the system.
 #pragma once
 

@@ -58,7 +58,6 @@ class Lane {
 
 class Scheduler {
  public:
-  // `prefer_gpu`: place on GPU workers first when any is present.
   explicit Scheduler(std::vector<WorkerSlot> workers);
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;

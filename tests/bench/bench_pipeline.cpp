@@ -70,8 +70,8 @@ struct ModeResult {
 
 // Waits until `t`: sleeps to within kSpin of it, then spins. A plain sleep_until wakes
 // 50-60 us late (the kernel's default timer slack), which in a paced run added that much
-// to every frame's latency, counted from its arrival (session 10: 61-62 us, in both
-// modes alike, which shrinks their ratio).
+// to every frame's latency, counted from its arrival (61-62 us, in both modes alike,
+// which shrinks their ratio).
 void PaceUntil(SteadyTime t) {
   constexpr auto kSpin = std::chrono::microseconds(200);
   if (t - Clock::now() > kSpin) std::this_thread::sleep_until(t - kSpin);

@@ -33,7 +33,7 @@ StatusOr<double> MeasureRegisteredH2dFps(int device, const std::vector<uint8_t*>
 StatusOr<double> MeasureDuplexBoundFps(int device, size_t frame_bytes, size_t output_bytes, int frames);
 
 // One stream (the legacy default), synchronous pageable copies, readback after the whole
-// frame: what the seed's note starts from. Returns one FrameTimes per frame.
+// frame: the naive pipeline whose stall the band readback removes. Returns one FrameTimes per frame.
 StatusOr<std::vector<FrameTimes>> RunSerial(int device, const std::vector<const OwnedFrame*>& frames,
                                             const std::vector<EncodeParams>& params);
 

@@ -17,7 +17,7 @@ const char* kDebian =
     "\tlibhsa-runtime-tools64.so.1 (libc6,x86-64) => /opt/rocm/lib/libhsa-runtime-tools64.so.1\n"
     "\tlibamdhip64.so.5 (libc6,x86-64) => /lib/x86_64-linux-gnu/libamdhip64.so.5\n";
 
-// Debian's ROCm plus a vendor ROCm 6.0 in /opt: two real files, the seed's 5.2 case. The
+// Debian's ROCm plus a vendor ROCm 6.0 in /opt: two real files, the case the check exists for. The
 // /opt/rocm symlink to /opt/rocm-6.0.0 must not count as a third copy.
 const char* kTwoInstalls =
     "2000 libs found in cache `/etc/ld.so.cache'\n"

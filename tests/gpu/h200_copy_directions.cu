@@ -1,6 +1,6 @@
 // Link diagnostic for the GPU host (CUDA only, not built by CMake): D2H copy rate by copy
 // size, alone and while 3.1 MB H2D copies (a 1080p yuv420p frame) run on another stream,
-// with and without a timing event before and after each D2H copy. BENCHMARKS.md, session 9.
+// with and without a timing event before and after each D2H copy. Results: docs/benchmarks-history.md.
 //   nvcc -O2 -cudart static -o copy_directions tests/gpu/h200_copy_directions.cu && ./copy_directions
 #include <cstdio>
 #include <cuda_runtime.h>

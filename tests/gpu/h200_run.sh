@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What runs on the GPU host (an NVIDIA H200 reached through the device tool). Expects
+# What runs on the GPU host (an NVIDIA H200). Expects
 # .device/ as tests/gpu/prepare_device.sh stages it (binaries, libjpeg-turbo, images);
 # writes logs to $OUT.   tests/gpu/h200_run.sh [tests|doctor|encode|pipeline|rss]...
 set -uo pipefail

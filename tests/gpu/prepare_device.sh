@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Stages what tests/gpu/h200_run.sh and h200_profile.sh need on the GPU host, in the
-# ignored folder .device/ that the device tool carries (`carry: [".device"]`):
+# ignored folder .device/ that travels to the GPU host:
 #   .device/bin    the nvidia-flavour test and benchmark binaries (static cudart; no
 #                  FFmpeg or gRPC, so they run on the GPU host as built here)
 #   .device/lib    libjpeg-turbo's two shared libraries (the benchmark's reference)
@@ -19,4 +19,4 @@ cp -L /usr/lib/x86_64-linux-gnu/libjpeg.so.62 /usr/lib/x86_64-linux-gnu/libturbo
 ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=1920x1080,noise=alls=20:allf=t" -frames:v 1 .device/media/n1080.ppm
 ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=3840x2160,noise=alls=12:allf=t" -frames:v 1 .device/media/n2160.ppm
 du -sh .device
-echo "then: device run 'tests/gpu/h200_run.sh tests encode pipeline' with carry [\".device\"]"
+echo "then, on the GPU host with .device/ in the working tree: tests/gpu/h200_run.sh tests encode pipeline"

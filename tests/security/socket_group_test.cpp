@@ -1,4 +1,4 @@
-// The unix socket's permissions (issue 6): mode 0660, and the group named by
+// The unix socket's permissions: mode 0660, and the group named by
 // server.socket_group when that group exists, so that its members may connect. A group
 // that does not exist is no error: the socket keeps the daemon's group.
 #include <grp.h>

@@ -1,4 +1,4 @@
-// The soak (issue 6): the real conveyord under 64 concurrent clients for a bounded time,
+// The soak: the real conveyord under 64 concurrent clients for a bounded time,
 // mixing good streams, cancels, stalls, garbage and injected worker faults, then checks
 // that it is back where it started. It runs on the CPU worker (CI), or on the GPU worker
 // with CONVEYOR_E2E_WORKERS=gpu (tests/gpu/h200_bundle/run_soak.sh on the GPU host).
@@ -291,7 +291,7 @@ TEST(Soak, SixtyFourClientsWithCancelsStallsGarbageAndInjectedFaults) {
   const double warmup_s = soak_s;  // each of kWarmupRounds
   const int rounds = std::max(1, static_cast<int>(EnvDouble("CONVEYOR_SOAK_ROUNDS", 1)));
   const uint32_t seed = static_cast<uint32_t>(EnvDouble("CONVEYOR_SOAK_SEED", 6));
-  const double rss_tolerance_pct = EnvDouble("CONVEYOR_SOAK_RSS_TOLERANCE_PCT", 5);  // issue 6 says 5 %
+  const double rss_tolerance_pct = EnvDouble("CONVEYOR_SOAK_RSS_TOLERANCE_PCT", 5);  // the reliability goal: 5 %
 
   const std::string media = e2e::MakeTempDir();
   const char* ready_media = std::getenv("CONVEYOR_SOAK_MEDIA");

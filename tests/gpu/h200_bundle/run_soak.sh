@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The soak test (tests/soak, issue 6) against the real conveyord's GPU worker on the GPU
+# The soak test (tests/soak) against the real conveyord's GPU worker on the GPU
 # host, from what stage_soak.sh put in .h200soak/: the portable bundle (nvidia flavour)
 # and soak_tests on the bundle's libraries. Unpacks outside the folder, so that nothing
 # unpacked travels next time. CONVEYOR_E2E_WORKERS=cpu runs the same on the CPU worker

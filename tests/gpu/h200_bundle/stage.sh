@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Stages the real daemon for the GPU host in the ignored folder .h200/: the nvidia
-# portable bundle recompressed with xz (the gzip one is past the device tool's 64 MiB
-# carry), conveyor-bench-daemon, conveyor-bench-libav-mjpeg (the ffmpeg reference for a
+# portable bundle recompressed with xz (the gzip one is past the 64 MiB limit
+# on what travels), conveyor-bench-daemon, conveyor-bench-libav-mjpeg (the ffmpeg reference for a
 # host without the ffmpeg CLI; it runs on the bundle's libav*), a 150-frame 1080p H.264
 # clip and this folder's scripts.
-# Then: device run 'bash .h200/run.sh' with carry [".h200"].
+# Then, on the GPU host, with .h200 in the working tree: bash .h200/run.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."  # the repository root
 grep -qx '/.h200/' .git/info/exclude 2>/dev/null || echo '/.h200/' >> .git/info/exclude

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Stages the soak test (tests/soak, issue 6) for the GPU host in the ignored folder
+# Stages the soak test (tests/soak) for the GPU host in the ignored folder
 # .h200soak/: the nvidia portable bundle and the stripped soak_tests in one xz tarball (the
-# gzip bundle alone is past the device tool's 64 MiB carry), the soak's H.264 clip made
+# gzip bundle alone is past the 64 MiB carry), the soak's H.264 clip made
 # here (the host has no ffmpeg CLI), and run_soak.sh.
-# Then: device run 'bash .h200soak/run_soak.sh' with carry [".h200soak"].
+# Then, on the GPU host, with .h200soak in the working tree: bash .h200soak/run_soak.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."  # the repository root
 grep -qx '/.h200soak/' .git/info/exclude 2>/dev/null || echo '/.h200soak/' >> .git/info/exclude

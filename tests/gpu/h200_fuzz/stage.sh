@@ -3,7 +3,7 @@
 # UBSan) for the GPU host's 16 CPU cores in the ignored folder .h200fuzz/: the binary, the
 # shared libraries it needs beyond the host's base ones (the FFmpeg closure comes from
 # the conveyord bundle that tests/gpu/h200_bundle/stage.sh made in .h200/), a corpus and
-# run.sh. Then: device run 'bash .h200fuzz/run.sh' with carry [".h200fuzz"].
+# run.sh. Then, on the GPU host: bash .h200fuzz/run.sh.
 #   tests/gpu/h200_fuzz/stage.sh TARGET [CORPUS_DIR]   (default: the committed seeds)
 set -euo pipefail
 cd "$(dirname "$0")/../../.."  # the repository root

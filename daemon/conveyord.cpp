@@ -34,16 +34,6 @@
 namespace conveyor {
 namespace {
 
-const char* GpuBackendName() {
-#if defined(CONVEYOR_GPU_NVIDIA)
-  return "hip-nvidia";
-#elif defined(CONVEYOR_GPU_AMD)
-  return "hip-amd";
-#else
-  return "none";
-#endif
-}
-
 // Test only (--test-fault-every N): every Nth worker call fails, counted over all
 // workers, so that the soak test can check that a fault ends only the session whose frame
 // it hit. The message says it was injected, so nobody mistakes it for a real fault.

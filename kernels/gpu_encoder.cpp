@@ -3,7 +3,6 @@
 // its slot ring from the same pieces.
 #include "gpu_encoder.h"
 
-
 #include "gpu_band_scratch.h"
 #include "gpu_runtime.h"
 #include "gpu_stages.h"
@@ -12,9 +11,9 @@
 namespace conveyor {
 
 #if defined(CONVEYOR_GPU_NVIDIA)
-const char* GpuBackendName() { return "cuda"; }
+const char* GpuBackendName() { return "hip-nvidia"; }
 #else
-const char* GpuBackendName() { return "hip"; }
+const char* GpuBackendName() { return "hip-amd"; }
 #endif
 
 GpuProbe ProbeGpus() {

@@ -15,7 +15,9 @@
 
 namespace conveyor {
 
-// "cuda", "hip" or "none": the backend this binary was built with.
+// The GPU backend this binary was built with: "hip-nvidia", "hip-amd" or "none". The one
+// name the API (WorkerStatus.backend, Started.backend), the metrics (build_info's
+// gpu_backend) and the logs use; a worker on the CPU is "cpu" (WorkerInfo).
 const char* GpuBackendName();
 
 struct GpuDeviceInfo {

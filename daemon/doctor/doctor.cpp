@@ -31,10 +31,10 @@ std::vector<CheckResult> LoaderChecks(const std::string& backend) {
   auto text = RunLdconfig();
   if (!text.ok()) return {CheckResult{"loader", Verdict::kSkip, text.status().ToString(), {}}};
   std::vector<CheckResult> out;
-  if (backend == "hip") {
+  if (backend == "hip-amd") {
     out.push_back(CheckLibraryCopies(*text, "libhsa-runtime64", ResolveRealPath, Verdict::kWarn,
                                      "the HIP runtime needs it (libhsa-runtime64.so.1)"));
-  } else if (backend == "cuda") {
+  } else if (backend == "hip-nvidia") {
     out.push_back(CheckLibraryCopies(*text, "libcuda", ResolveRealPath, Verdict::kWarn,
                                      "the NVIDIA driver installs it; the CUDA runtime loads libcuda.so.1"));
   } else {

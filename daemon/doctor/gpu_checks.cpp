@@ -10,6 +10,7 @@
 
 #include "busy_kernel.h"
 #include "gpu_checks.h"
+#include "gpu_encoder.h"  // GpuBackendName
 #include "gpu_runtime.h"
 #include "host_access.h"
 
@@ -22,10 +23,8 @@ namespace conveyor::doctor {
 namespace {
 
 #if defined(CONVEYOR_GPU_NVIDIA)
-constexpr const char* kBackend = "cuda";
 constexpr const char* kCountCall = "cudaGetDeviceCount";
 #else
-constexpr const char* kBackend = "hip";
 constexpr const char* kCountCall = "hipGetDeviceCount";
 #endif
 
@@ -261,7 +260,7 @@ StatusOr<Bandwidth> MeasureBandwidth(size_t bytes, int reps) {
 GpuReport RunGpuChecks(const DoctorOptions& o) {
   GpuReport rep;
   rep.has_backend = true;
-  rep.backend = kBackend;
+  rep.backend = GpuBackendName();
 
 #if defined(CONVEYOR_GPU_NVIDIA)
   rep.access.push_back(CheckDeviceNode("/dev/nvidiactl", "NVIDIA", true));

@@ -14,7 +14,7 @@ namespace conveyor::doctor {
 
 struct GpuReport {
   bool has_backend = false;
-  std::string backend = "none";       // "hip", "cuda" or "none"
+  std::string backend = "none";       // GpuBackendName(): "hip-amd", "hip-nvidia" or "none"
   bool device_found = false;
   std::string no_device_reason;       // the runtime's words, when device_found is false
   std::vector<CheckResult> access;    // device nodes and groups

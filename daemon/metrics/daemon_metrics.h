@@ -30,7 +30,7 @@ const char* SessionRejectionName(SessionRejection reason);
 
 struct BuildInfo {
   std::string version;      // PROJECT_VERSION
-  std::string gpu_backend;  // "off", "amd" or "nvidia"
+  std::string gpu_backend;  // GpuBackendName(): "hip-nvidia", "hip-amd" or "none"
 };
 
 // One worker's handles (label device = the worker's device string, "cpu" or "gpu0").

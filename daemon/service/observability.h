@@ -24,7 +24,7 @@ namespace conveyor {
 
 class Observability {
  public:
-  // Registers the metrics and each worker's series. `gpu_backend`: "off", "amd", "nvidia".
+  // Registers the metrics and each worker's series. `gpu_backend`: GpuBackendName().
   static StatusOr<std::unique_ptr<Observability>> Create(Scheduler* scheduler, const std::string& version,
                                                          const std::string& gpu_backend);
   ~Observability();

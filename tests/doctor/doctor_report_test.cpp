@@ -58,8 +58,8 @@ TEST(DoctorReport, JsonLineEscapesAndCarriesMetrics) {
       {"overlap", Verdict::kOk, "copy \"1\"", {{"overlap_fraction", 0.5}}},
       {"HSA_ENABLE_SDMA", Verdict::kSkip, "unset", {}},
   };
-  EXPECT_EQ(FormatJsonLine("hip", Outcome::kGpuUsable, checks),
-            "{\"doctor\":\"conveyor\",\"backend\":\"hip\",\"outcome\":\"gpu_usable\",\"exit_code\":0,\"checks\":["
+  EXPECT_EQ(FormatJsonLine("hip-amd", Outcome::kGpuUsable, checks),
+            "{\"doctor\":\"conveyor\",\"backend\":\"hip-amd\",\"outcome\":\"gpu_usable\",\"exit_code\":0,\"checks\":["
             "{\"name\":\"overlap\",\"verdict\":\"ok\",\"detail\":\"copy \\\"1\\\"\",\"metrics\":{\"overlap_fraction\":0.5}},"
             "{\"name\":\"HSA_ENABLE_SDMA\",\"verdict\":\"skip\",\"detail\":\"unset\"}]}");
 }

@@ -45,7 +45,7 @@ PromtoolResult CheckMetrics(const std::string& text) {
 // Renders a catalogue with every series present: two devices, renditions, all reasons,
 // every gauge set or bound and every histogram observed.
 std::string PopulatedScrape(Registry& r) {
-  StatusOr<DaemonMetrics> m = DaemonMetrics::Create(r, {"0.3.0", "nvidia"});
+  StatusOr<DaemonMetrics> m = DaemonMetrics::Create(r, {"0.3.0", "hip-nvidia"});
   if (!m.ok()) return "create: " + m.status().ToString();
   std::vector<ScopedCallback> keep;
   ScopedCallback sessions = std::move(m->BindSessionsActive([] { return 3.0; }).value());
@@ -98,7 +98,7 @@ TEST(DaemonMetrics, FullScrapeHasEveryFamily) {
   Registry r;
   const std::string text = PopulatedScrape(r);
   for (const char* line : {
-           "conveyor_build_info{version=\"0.3.0\",gpu_backend=\"nvidia\"} 1\n",
+           "conveyor_build_info{version=\"0.3.0\",gpu_backend=\"hip-nvidia\"} 1\n",
            "conveyor_frames_in_total{device=\"gpu0\"} 10\n",
            "conveyor_frames_out_total{device=\"cpu\",rendition=\"1920x1080\"} 10\n",
            "conveyor_frames_out_total{device=\"cpu\",rendition=\"other\"} 0\n",

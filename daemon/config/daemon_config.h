@@ -1,7 +1,7 @@
 // conveyord's options in one struct: each field's default and meaning live here, and
 // the config file (conveyord.toml), the command-line flags and the shipped
 // deploy/conveyord.toml are read, parsed and generated from the table behind it
-// (daemon_config.cpp), so they cannot drift apart.
+// (config_fields.h), so they cannot drift apart.
 #pragma once
 
 #include <cstdint>

@@ -13,6 +13,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "unique_fd.h"
+
 namespace conveyor::config {
 namespace {
 
@@ -202,14 +204,13 @@ Status PrepareUnixSocket(const ListenAddress& address) {
   if (!S_ISSOCK(st.st_mode)) {
     return FailedPrecondition(address.path + " exists and is not a socket");
   }
-  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Internal(std::string("socket(AF_UNIX): ") + std::strerror(errno));
+  const UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return Internal(std::string("socket(AF_UNIX): ") + std::strerror(errno));
   sockaddr_un sa{};
   sa.sun_family = AF_UNIX;
   std::memcpy(sa.sun_path, address.path.c_str(), address.path.size() + 1);
-  const int rc = connect(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof(sa));
+  const int rc = connect(fd.get(), reinterpret_cast<const sockaddr*>(&sa), sizeof(sa));
   const int err = errno;
-  close(fd);
   if (rc == 0) {
     return FailedPrecondition("another process is listening on " + address.path);
   }

@@ -5,6 +5,8 @@
 // Input is bounded (the byte queue, the raw frame queue, the lane) and so is output
 // (the session stops submitting while too many encoded bytes wait for the client), so a
 // session holds at most queue frames x frame size plus the output bound.
+// Session's members are defined by part: session.cpp (lifecycle), session_container_input.cpp,
+// session_raw_input.cpp (frame chunks and shared-memory frames) and session_output.cpp.
 #pragma once
 
 #include <atomic>

@@ -1,0 +1,149 @@
+// The table of conveyord's options: for each DaemonConfig field its file table and key,
+// its flag, its comment and its range. Validation and the TOML writer
+// (daemon_config.cpp), the TOML reader (config_toml_reader.cpp) and the flags
+// (command_line.cpp) all walk it, so they cannot drift apart.
+#pragma once
+
+#include <climits>
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "daemon_config.h"
+
+namespace conveyor::config {
+
+using Addresses = std::vector<ListenAddress>;
+using Member =
+    std::variant<bool DaemonConfig::*, int DaemonConfig::*, uint64_t DaemonConfig::*,
+                 double DaemonConfig::*, std::string DaemonConfig::*, Addresses DaemonConfig::*>;
+
+template <class... Ts>
+struct Overloaded : Ts... {
+  using Ts::operator()...;
+};
+template <class... Ts>
+Overloaded(Ts...) -> Overloaded<Ts...>;
+
+enum Unit { kNoUnit, kBytes };
+
+struct Field {
+  const char* table;  // "server", "limits", "workers"
+  const char* key;
+  Member member;
+  const char* flag;  // "--max-sessions", or nullptr when the file is the only way
+  const char* doc;   // comment lines for the file; its first sentence is the flag's help
+  double min = 0;    // numeric fields: the accepted range
+  double max = 0;
+  bool min_exclusive = false;  // (min, max] rather than [min, max]
+  Unit unit = kNoUnit;
+};
+
+constexpr double kMaxBytes = 1152921504606846976.0;  // 2^60: fits TOML's int64 with room
+
+// The one place that names, documents and bounds every option. DaemonConfig's field
+// defaults are the other half; RenderConfigToml(DaemonConfig{}) shows both.
+inline const Field kFields[] = {
+    {"server", "listen", &DaemonConfig::listen, "--listen",
+     "Addresses to serve the gRPC API on: \"unix:/path\", \"HOST:PORT\", \"[IPv6]:PORT\".\n"
+     "Empty: the unix socket /run/conveyor/conveyord.sock when /run/conveyor is writable,\n"
+     "else $XDG_RUNTIME_DIR/conveyor/conveyord.sock, else /tmp/conveyor-UID/conveyord.sock."},
+    {"server", "socket_group", &DaemonConfig::socket_group, "--socket-group",
+     "Group given the unix sockets, which are mode 0660, so that its members may connect.\n"
+     "When no group of that name exists the sockets keep the daemon's group. \"\": leave it."},
+    {"server", "allow_insecure_tcp", &DaemonConfig::allow_insecure_tcp, "--allow-insecure-tcp",
+     "Allow plaintext TCP listen addresses other than loopback. Without TLS anyone who can\n"
+     "reach such a port can read the media, and without auth_token_file submit work and\n"
+     "cancel sessions."},
+    {"server", "tls_cert_file", &DaemonConfig::tls_cert_file, "--tls-cert-file",
+     "PEM certificate (chain) of the server. With tls_key_file, TCP listeners serve TLS;\n"
+     "unix sockets stay plaintext (their file permissions guard them). \"\": no TLS."},
+    {"server", "tls_key_file", &DaemonConfig::tls_key_file, "--tls-key-file",
+     "PEM private key of tls_cert_file. Both are set, or neither."},
+    {"server", "tls_client_ca_file", &DaemonConfig::tls_client_ca_file, "--tls-client-ca-file",
+     "PEM CA certificates for mutual TLS. When set, TCP clients must present a certificate\n"
+     "signed by one of them. Needs tls_cert_file."},
+    {"server", "auth_token_file", &DaemonConfig::auth_token_file, "--auth-token-file",
+     "File of bearer tokens, one per line: TOKEN, or TOKEN admin. When set, every\n"
+     "conveyor.v1.Transcoder call needs the metadata \"authorization: Bearer TOKEN\"; a caller\n"
+     "sees and cancels only its own sessions unless its token is admin. Health checks and\n"
+     "reflection stay open. \"\": no token auth."},
+    {"server", "shared_memory", &DaemonConfig::shared_memory, nullptr,
+     "Let clients on this host send raw frames through shared memory (RawInput.shared_memory_slots):\n"
+     "the daemon serves an attach socket beside the first unix socket (NAME.frames.sock, same\n"
+     "mode and group), takes a sealed memfd from the client and maps it read-only. The same\n"
+     "socket hands out the daemon's own read-only JPEG slots (JpegFramesOutput.shared_memory_slots).\n"
+     "false: no attach socket, and sessions asking for either are refused with FAILED_PRECONDITION."},
+    {"server", "metrics_listen", &DaemonConfig::metrics_listen, "--metrics-listen",
+     "HOST:PORT of the HTTP endpoint for Prometheus /metrics and health probes; \"\" turns it "
+     "off."},
+    {"server", "log_level", &DaemonConfig::log_level, "--log-level",
+     "Log level: trace, debug, info, warn, error or off."},
+
+    {"limits", "max_sessions", &DaemonConfig::max_sessions, "--max-sessions",
+     "Transcode streams served at once; one more is refused with RESOURCE_EXHAUSTED.", 1, 100000},
+    {"limits", "max_width", &DaemonConfig::max_width, nullptr,
+     "Largest frame width accepted, source or rendition, in pixels.", 1, 16384},
+    {"limits", "max_height", &DaemonConfig::max_height, nullptr,
+     "Largest frame height accepted, source or rendition, in pixels.", 1, 16384},
+    {"limits", "max_frame_rate", &DaemonConfig::max_frame_rate, nullptr,
+     "Highest nominal input frame rate accepted, in frames per second.", 0, 10000, true},
+    {"limits", "max_session_bytes", &DaemonConfig::max_session_bytes, nullptr,
+     "Input bytes one session may send.", 1, kMaxBytes, false, kBytes},
+    {"limits", "idle_timeout_s", &DaemonConfig::idle_timeout_s, "--idle-timeout",
+     "Seconds a session may go without input read or output written; it then ends with\n"
+     "DEADLINE_EXCEEDED.",
+     0, 7 * 86400, true},
+    {"limits", "session_queue_frames", &DaemonConfig::session_queue_frames, nullptr,
+     "Decoded frames a session may have waiting for its worker.", 1, 1024},
+    {"limits", "session_output_bytes", &DaemonConfig::session_output_bytes, nullptr,
+     "Encoded bytes a session may have queued for its client before it stops submitting\n"
+     "frames.",
+     65536, kMaxBytes, false, kBytes},
+    {"limits", "input_queue_bytes", &DaemonConfig::input_queue_bytes, nullptr,
+     "Container bytes buffered per session before gRPC flow control pushes back on the client.",
+     65536, INT_MAX, false, kBytes},
+
+    {"workers", "workers", &DaemonConfig::workers, "--workers",
+     "Which workers run: auto (every GPU, else the CPU), gpu, cpu."},
+    {"workers", "gpu_slots", &DaemonConfig::gpu_slots, "--gpu-slots",
+     "Frames in flight per GPU worker: the size of its ring of pinned slots. Each slot pins\n"
+     "about 50 MiB of host memory for 3840x2160 limits; the worker also pins a 64 MiB ring\n"
+     "that encoded bands are read back into and results lend from. A slot is free once its\n"
+     "frame is read back; the worker holds at most twice this many frames, the finished ones\n"
+     "waiting to be handed over in order.",
+     1, 64},
+    {"workers", "gpu_launch_frames", &DaemonConfig::gpu_launch_frames, nullptr,
+     "Most frames of the same shape a GPU launch carries; only frames already queued are\n"
+     "batched, so it never adds waiting. 1 (no batching) measured best on an H200.",
+     1, 4},
+    {"workers", "pinned_input_bytes", &DaemonConfig::pinned_input_bytes, nullptr,
+     "Page-locked host memory, all sessions together, for assembling raw frames that come in\n"
+     "frame_chunk messages: a GPU worker uploads such a frame from where it was assembled\n"
+     "instead of copying it into a pinned slot first. A session takes (2 x\n"
+     "session_queue_frames + 2) frames of it, 31 MiB at 1080p with the defaults, and leaves\n"
+     "it, still locked, to the next session of its size (let go after 60 s unused, or when\n"
+     "another size needs the room). One that finds too little left assembles in ordinary\n"
+     "memory, and its frames are copied. 0: none.",
+     0, kMaxBytes, false, kBytes},
+    {"workers", "cpu_threads", &DaemonConfig::cpu_threads, "--cpu-threads",
+     "Threads of the CPU worker; 0: one per hardware thread.", 0, 4096},
+    {"workers", "decode_threads", &DaemonConfig::decode_threads, nullptr,
+     "FFmpeg frame threads per session; 0: FFmpeg's choice (cores + 1, at most 16). The\n"
+     "decoder holds about one frame a thread until more input arrives, so a live stream's\n"
+     "first frame waits for about this many frames of input: set it low for live input.",
+     0, 256},
+    {"workers", "drain_timeout_s", &DaemonConfig::drain_timeout_s, "--drain-timeout",
+     "On SIGTERM, seconds running sessions get to finish before they are cancelled.", 0, 86400},
+};
+
+// "limits.max_sessions": the field as the file names it.
+std::string FieldName(const Field& f);
+// The field `key` of [table], or nullptr.
+const Field* FindField(const std::string& table, const std::string& key);
+// The field's value in `c` as TOML.
+std::string RenderValue(const DaemonConfig& c, const Field& f);
+bool FileExists(const std::string& path);
+
+}  // namespace conveyor::config

@@ -1,0 +1,60 @@
+// conveyorctl transcode's input side: the file or stdin it reads, and the writer thread's
+// body that sends the JobSpec and then the input as container chunks or raw frame chunks.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "conveyor/v1/transcoder.grpc.pb.h"
+#include "status.h"
+#include "unique_fd.h"
+
+namespace conveyor::ctl {
+
+using TranscodeStream = grpc::ClientReaderWriter<v1::TranscodeRequest, v1::TranscodeResponse>;
+
+// A pipe the response loop writes to when the call is over, so a writer thread waiting
+// for stdin (a live pipe) stops instead of waiting for bytes nobody needs.
+class StopSignal {
+ public:
+  StopSignal();
+  void Raise();
+  bool raised() const { return stopped_; }
+  int fd() const { return read_.get(); }  // -1 when the pipe could not be made
+
+ private:
+  UniqueFd read_, write_;
+  std::atomic<bool> stopped_{false};
+};
+
+// The input: a file, or "-" for stdin (left open when the reader goes).
+class InputReader {
+ public:
+  static StatusOr<std::unique_ptr<InputReader>> Open(const std::string& path, StopSignal* stop);
+
+  // One read of at most `size` bytes; 0 at end of input. CANCELLED once the stop
+  // signal is raised.
+  StatusOr<size_t> ReadSome(char* buf, size_t size);
+  // Reads until `size` bytes or end of input; returns the count.
+  StatusOr<size_t> ReadFull(char* buf, size_t size);
+  const std::string& name() const { return name_; }
+
+ private:
+  InputReader(UniqueFd owned, int fd, std::string name, StopSignal* stop)
+      : owned_(std::move(owned)), fd_(fd), name_(std::move(name)), stop_(stop) {}
+  UniqueFd owned_;  // the opened file; none for stdin
+  int fd_;          // what is read: owned_, or STDIN_FILENO
+  std::string name_;
+  StopSignal* stop_;
+};
+
+// The writer thread's body. Returns OK when the input was sent, or when the call ended
+// first (its status says why); an error only for a local failure.
+// `sent` counts the input bytes handed to gRPC, for the progress bar.
+Status StreamInput(TranscodeStream* stream, const v1::JobSpec& spec, InputReader* in,
+                   std::atomic<uint64_t>* sent);
+
+}  // namespace conveyor::ctl

@@ -1,0 +1,261 @@
+// conveyorctl transcode's options into a JobSpec (see transcode_job_spec.h): rendition,
+// raw input and frame rate syntax, the container names and the client label.
+#include "transcode_job_spec.h"
+
+#include <charconv>
+#include <cstdint>
+#include <filesystem>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "encode_params.h"
+#include "transcode_command.h"
+
+namespace conveyor::ctl {
+namespace {
+
+constexpr size_t kMaxLabelBytes = 128;
+
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (;;) {
+    const size_t pos = s.find(sep, start);
+    parts.push_back(s.substr(start, pos - start));
+    if (pos == std::string::npos) return parts;
+    start = pos + 1;
+  }
+}
+
+bool ParseUint(const std::string& s, uint32_t* out) {
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return !s.empty() && r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+// "WxH" with both parts unsigned integers.
+bool ParseSize(const std::string& s, uint32_t* w, uint32_t* h) {
+  const size_t x = s.find('x');
+  return x != std::string::npos && ParseUint(s.substr(0, x), w) && ParseUint(s.substr(x + 1), h);
+}
+
+v1::PixelFormat ToProto(PixelFormat f) {
+  switch (f) {
+    case PixelFormat::kYuv420p: return v1::PIXEL_FORMAT_YUV420P;
+    case PixelFormat::kYuvj420p: return v1::PIXEL_FORMAT_YUVJ420P;
+    case PixelFormat::kNv12: return v1::PIXEL_FORMAT_NV12;
+    case PixelFormat::kYuv422p: return v1::PIXEL_FORMAT_YUV422P;
+    case PixelFormat::kYuv444p: return v1::PIXEL_FORMAT_YUV444P;
+    case PixelFormat::kRgb24: return v1::PIXEL_FORMAT_RGB24;
+    case PixelFormat::kBgr24: return v1::PIXEL_FORMAT_BGR24;
+    case PixelFormat::kRgba: return v1::PIXEL_FORMAT_RGBA;
+    case PixelFormat::kBgra: return v1::PIXEL_FORMAT_BGRA;
+  }
+  return v1::PIXEL_FORMAT_UNSPECIFIED;
+}
+
+v1::Subsampling ToProto(Subsampling s) {
+  switch (s) {
+    case Subsampling::k420: return v1::SUBSAMPLING_420;
+    case Subsampling::k422: return v1::SUBSAMPLING_422;
+    case Subsampling::k444: return v1::SUBSAMPLING_444;
+  }
+  return v1::SUBSAMPLING_UNSPECIFIED;
+}
+
+struct ContainerKind {
+  const char* name;
+  v1::ContainerFormat format;
+};
+constexpr ContainerKind kContainers[] = {
+    {"mkv", v1::CONTAINER_FORMAT_MATROSKA},
+    {"mov", v1::CONTAINER_FORMAT_MOV},
+    {"avi", v1::CONTAINER_FORMAT_AVI},
+};
+
+// "29.97" → 2997/100, "30000/1001" as given, "30" → 30/1.
+StatusOr<v1::Rational> ParseFrameRate(const std::string& text) {
+  v1::Rational r;
+  const size_t slash = text.find('/');
+  uint32_t num = 0, den = 1;
+  if (slash != std::string::npos) {
+    if (!ParseUint(text.substr(0, slash), &num) || !ParseUint(text.substr(slash + 1), &den)) {
+      return InvalidArgument("frame rate '" + text + "' is not N, N.M or N/D");
+    }
+  } else {
+    const size_t dot = text.find('.');
+    std::string digits = text;
+    if (dot != std::string::npos) {
+      const std::string frac = text.substr(dot + 1);
+      if (frac.empty() || frac.size() > 3) {
+        return InvalidArgument("frame rate '" + text + "' is not N, N.M or N/D");
+      }
+      digits = text.substr(0, dot) + frac;
+      for (size_t i = 0; i < frac.size(); ++i) den *= 10;
+    }
+    if (!ParseUint(digits, &num)) {
+      return InvalidArgument("frame rate '" + text + "' is not N, N.M or N/D");
+    }
+  }
+  if (num == 0 || den == 0 || num > INT32_MAX || den > INT32_MAX) {
+    return InvalidArgument("frame rate '" + text + "' must be positive");
+  }
+  const uint32_t g = std::gcd(num, den);
+  r.set_num(static_cast<int32_t>(num / g));
+  r.set_den(static_cast<int32_t>(den / g));
+  return r;
+}
+
+std::string DefaultLabel(const std::string& input) {
+  std::string label =
+      input == "-" ? std::string("stdin") : std::filesystem::path(input).filename().string();
+  if (label.size() > kMaxLabelBytes) {
+    size_t cut = kMaxLabelBytes;
+    // Do not split a UTF-8 sequence: back off over continuation bytes.
+    while (cut > 0 && (static_cast<unsigned char>(label[cut]) & 0xC0) == 0x80) --cut;
+    label.resize(cut);
+  }
+  return label;
+}
+
+}  // namespace
+
+StatusOr<PixelFormat> PixelFormatFromProto(v1::PixelFormat f) {
+  for (const PixelFormat k : {PixelFormat::kYuv420p, PixelFormat::kYuvj420p, PixelFormat::kNv12,
+                              PixelFormat::kYuv422p, PixelFormat::kYuv444p, PixelFormat::kRgb24,
+                              PixelFormat::kBgr24, PixelFormat::kRgba, PixelFormat::kBgra}) {
+    if (ToProto(k) == f) return k;
+  }
+  return InvalidArgument("unspecified pixel format");
+}
+
+StatusOr<v1::RenditionSpec> ParseRendition(const std::string& text) {
+  const std::vector<std::string> parts = Split(text, ':');
+  auto bad = [&](const std::string& why) {
+    return InvalidArgument("--rendition '" + text + "': " + why +
+                           " (expected WxH[:quality[:subsampling]], e.g. 1280x720:85:420)");
+  };
+  if (parts.size() > 3) return bad("too many fields");
+  v1::RenditionSpec spec;
+  uint32_t w = 0, h = 0;
+  if (!ParseSize(parts[0], &w, &h)) return bad("'" + parts[0] + "' is not WxH");
+  if (w > kMaxDimension || h > kMaxDimension) {
+    return bad("the size is above " + std::to_string(kMaxDimension));
+  }
+  if (w == 0 && h != 0) return bad("a height needs a width (use Wx0 to keep the aspect ratio)");
+  spec.set_width(w);
+  spec.set_height(h);
+  spec.set_name(parts[0]);
+  if (parts.size() >= 2) {
+    uint32_t q = 0;
+    if (!ParseUint(parts[1], &q) || q < 1 || q > 100) {
+      return bad("quality '" + parts[1] + "' is not 1..100");
+    }
+    spec.set_quality(q);
+  }
+  if (parts.size() == 3) {
+    auto s = ParseSubsampling(parts[2]);
+    if (!s.ok()) return bad(s.status().message());
+    spec.set_subsampling(ToProto(*s));
+  }
+  return spec;
+}
+
+StatusOr<v1::RawInput> ParseRawInput(const std::string& text) {
+  const std::vector<std::string> parts = Split(text, ':');
+  auto bad = [&](const std::string& why) {
+    return InvalidArgument("--raw '" + text + "': " + why +
+                           " (expected FORMAT:WxH[:FPS], e.g. yuv420p:1920x1080:25)");
+  };
+  if (parts.size() < 2 || parts.size() > 3) return bad("wrong number of fields");
+  auto format = ParsePixelFormat(parts[0]);
+  if (!format.ok()) return bad(format.status().message());
+  uint32_t w = 0, h = 0;
+  if (!ParseSize(parts[1], &w, &h)) return bad("'" + parts[1] + "' is not WxH");
+  if (w < 1 || h < 1 || w > kMaxDimension || h > kMaxDimension) {
+    return bad("the size must be 1..." + std::to_string(kMaxDimension) + " each way");
+  }
+  v1::RawInput raw;
+  raw.set_pixel_format(ToProto(*format));
+  raw.set_width(w);
+  raw.set_height(h);
+  auto rate = ParseFrameRate(parts.size() == 3 ? parts[2] : "25");
+  if (!rate.ok()) return bad(rate.status().message());
+  *raw.mutable_frame_rate() = *rate;
+  return raw;
+}
+
+StatusOr<v1::JobSpec> BuildJobSpec(const TranscodeOptions& o) {
+  v1::JobSpec spec;
+  if (o.input.empty()) return InvalidArgument("no INPUT given (a file, or - for stdin)");
+  if (o.output.empty()) return InvalidArgument("no -o OUTPUT given");
+  if (!o.raw.empty()) {
+    if (!o.format_hint.empty())
+      return InvalidArgument("--format-hint is for container input, not --raw");
+    if (o.audio) return InvalidArgument("--audio needs container input, not --raw");
+    ASSIGN_OR_RETURN(v1::RawInput raw, ParseRawInput(o.raw));
+    *spec.mutable_raw() = std::move(raw);
+  } else {
+    spec.mutable_container()->set_format_hint(o.format_hint);
+  }
+  if (!o.renditions.empty() && (!o.size.empty() || !o.ladder.empty())) {
+    return InvalidArgument("--rendition replaces --size and --renditions; give one or the other");
+  }
+  if (!o.size.empty() && !o.ladder.empty()) return InvalidArgument("give --size or --renditions, not both");
+  if (o.quality < 0 || o.quality > 100) return InvalidArgument("--quality must be 1..100");
+  std::vector<std::string> sizes;
+  if (!o.size.empty()) sizes.push_back(o.size);
+  for (size_t start = 0; !o.ladder.empty() && start <= o.ladder.size();) {
+    const size_t comma = o.ladder.find(',', start);
+    const std::string item = o.ladder.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (item.empty()) return InvalidArgument("--renditions '" + o.ladder + "': an empty size");
+    sizes.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  for (const std::string& size : sizes) {
+    if (size.find(':') != std::string::npos) {
+      return InvalidArgument("'" + size + "': --size and --renditions take WxH; use --quality for the quality");
+    }
+    ASSIGN_OR_RETURN(v1::RenditionSpec rendition, ParseRendition(size));
+    if (o.quality > 0) rendition.set_quality(o.quality);
+    *spec.add_renditions() = std::move(rendition);
+  }
+  for (const std::string& r : o.renditions) {
+    ASSIGN_OR_RETURN(v1::RenditionSpec rendition, ParseRendition(r));
+    *spec.add_renditions() = std::move(rendition);
+  }
+  if (spec.renditions().empty()) {
+    spec.add_renditions()->set_quality(o.quality);  // the source size; quality 0 is 85
+  }
+  if (o.container.empty()) {
+    if (o.audio) return InvalidArgument("--audio needs --container output");
+    if (o.output == "-") {
+      return InvalidArgument("JPEG frames go to a directory: -o - needs --container");
+    }
+    spec.mutable_output()->mutable_frames();
+  } else {
+    const ContainerKind* kind = nullptr;
+    for (const ContainerKind& k : kContainers) {
+      if (o.container == k.name) kind = &k;
+    }
+    if (kind == nullptr) {
+      return InvalidArgument("--container '" + o.container + "': expected mkv, mov or avi");
+    }
+    if (o.output == "-" && spec.renditions_size() > 1) {
+      return InvalidArgument("-o - (stdout) takes one rendition, not " +
+                             std::to_string(spec.renditions_size()));
+    }
+    spec.mutable_output()->mutable_container()->set_format(kind->format);
+  }
+  spec.set_audio_passthrough(o.audio);
+  const std::string label = o.label.empty() ? DefaultLabel(o.input) : o.label;
+  if (label.size() > kMaxLabelBytes) {
+    return InvalidArgument("--label is " + std::to_string(label.size()) + " bytes; at most " +
+                           std::to_string(kMaxLabelBytes));
+  }
+  spec.set_client_label(label);
+  return spec;
+}
+
+}  // namespace conveyor::ctl

@@ -1,0 +1,111 @@
+// A Transcode stream's container input (see session.h): bytes from the reactor into the
+// byte queue, and the pipeline thread's loop that demuxes, decodes and converts them
+// into frames for the worker.
+#include "session.h"
+
+#include <chrono>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "demux_decoder.h"
+#include "frame_convert.h"
+
+extern "C" {
+#include <libavutil/frame.h>
+}
+
+namespace conveyor {
+namespace {
+
+// Decoder and demuxer failures are the client's data, except a cancel.
+Status AsInputError(const Status& s) {
+  if (s.code() == StatusCode::kCancelled || s.code() == StatusCode::kFailedPrecondition ||
+      s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kResourceExhausted) {
+    return s.WithContext("input");
+  }
+  return Status(StatusCode::kInvalidArgument, "input: " + s.message());
+}
+
+}  // namespace
+
+StatusOr<bool> Session::TryPushContainerBytes(std::vector<uint8_t>& chunk) {
+  if (!job_.container_input) return InvalidArgument("container_chunk: this job's input is raw frames");
+  if (bytes_in_.load() + chunk.size() > options_.max_input_bytes) {
+    return ResourceExhausted("input exceeds max_session_bytes (" + std::to_string(options_.max_input_bytes) + ")");
+  }
+  const size_t n = chunk.size();
+  if (!bytes_.TryPush(chunk)) return false;
+  bytes_in_ += n;
+  meter_.BytesIn(n);
+  Touch();
+  return true;
+}
+
+Status Session::RunContainer() {
+  media::DecoderOptions o;
+  o.format = job_.format_hint;
+  o.threads = options_.decode_threads;
+  o.audio = job_.audio;
+  // Pictures past the size limit are refused before FFmpeg allocates them; the exact
+  // per-dimension check follows in BeginOutput.
+  o.max_pixels = static_cast<int64_t>(options_.limits.max_width) * options_.limits.max_height;
+  StatusOr<std::unique_ptr<media::ContainerDecoder>> opened = media::ContainerDecoder::Open(&bytes_, o);
+  if (!opened.ok()) return AsInputError(opened.status());
+  std::unique_ptr<media::ContainerDecoder> decoder = std::move(opened).value();
+  const media::VideoStreamInfo& v = decoder->video();
+  const media::AudioStreamInfo* audio = decoder->audio();
+  if (job_.audio && audio == nullptr) return InvalidArgument("spec.audio_passthrough: the input has no audio stream");
+  if (v.frame_rate.num > 0 && v.frame_rate.den > 0 &&
+      static_cast<double>(v.frame_rate.num) / v.frame_rate.den > options_.limits.max_frame_rate) {
+    return InvalidArgument("input: frame rate " + std::to_string(v.frame_rate.num) + "/" +
+                           std::to_string(v.frame_rate.den) + " is above the limit");
+  }
+  RETURN_IF_ERROR(BeginOutput(v.width, v.height, v.frame_rate.num, v.frame_rate.den > 0 ? v.frame_rate.den : 1,
+                              v.time_base.num, v.time_base.den, v.codec, v.rotation_degrees,
+                              audio ? audio->codecpar : nullptr, audio ? audio->time_base : AVRational{0, 1}));
+  if (audio != nullptr) {
+    decoder->SetAudioSink([this](const AVPacket& packet) -> Status {
+      std::lock_guard<std::mutex> lock(mux_mu_);
+      for (auto& m : muxers_) RETURN_IF_ERROR(m->WriteAudio(packet));
+      return OkStatus();
+    });
+  }
+  media::FrameConverter converter;
+  media::DecodedFrame f;
+  for (;;) {
+    const auto decode_start = std::chrono::steady_clock::now();
+    StatusOr<bool> more = decoder->Next(&f);
+    const double decode_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - decode_start).count();
+    decode_seconds_ += decode_seconds;
+    if (!more.ok()) return AsInputError(more.status());
+    if (!*more) return OkStatus();
+    if (f.width != v.width || f.height != v.height) {
+      return InvalidArgument("input: frame " + std::to_string(f.number) + " is " + std::to_string(f.width) + "x" +
+                             std::to_string(f.height) + ", the stream started at " + std::to_string(v.width) + "x" +
+                             std::to_string(v.height) + " (size changes are not supported)");
+    }
+    frames_in_++;
+    meter_.FrameIn();
+    meter_.Decoded(decode_seconds);
+    std::shared_ptr<void> keepalive;
+    StatusOr<media::ConvertedFrame> converted = Status();
+    if (media::PassThroughFormat(f.format)) {
+      std::shared_ptr<AVFrame> ref(av_frame_clone(f.frame.get()), [](AVFrame* p) { av_frame_free(&p); });
+      if (!ref) return ResourceExhausted("av_frame_clone: out of memory");
+      converted = converter.Convert(*ref);
+      keepalive = ref;
+    } else {
+      ASSIGN_OR_RETURN(PixelFormat target, media::EncoderFormatFor(f.format));
+      auto buffer = std::make_shared<std::vector<uint8_t>>(PackedFrameSize(target, f.width, f.height));
+      converted = converter.Convert(*f.frame, buffer->data(), buffer->size());
+      keepalive = buffer;
+    }
+    if (!converted.ok()) return AsInputError(converted.status());
+    const int64_t pts = f.pts == AV_NOPTS_VALUE ? f.number : f.pts;
+    RETURN_IF_ERROR(SubmitFrame(converted->view, pts, std::move(keepalive)));
+  }
+}
+
+}  // namespace conveyor

@@ -1,0 +1,244 @@
+// A Transcode stream's output (see session.h): Started and the renditions, frames
+// submitted to the worker, and each finished frame sent as JPEG packets (in messages or
+// shared-memory slots) or muxed into container chunks, with the output backpressure.
+#include "session.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+#include <vector>
+
+namespace conveyor {
+
+Status Session::BeginOutput(int width, int height, int rate_num, int rate_den, int tb_num, int tb_den,
+                            const std::string& codec, int rotation, const AVCodecParameters* audio,
+                            AVRational audio_time_base) {
+  ASSIGN_OR_RETURN(renditions_, ResolveRenditions(job_, width, height, options_.limits));
+  std::vector<std::string> labels;
+  for (const Rendition& r : renditions_) {  // 0 x 0 is the source size
+    labels.push_back(std::to_string(r.width == 0 ? width : r.width) + "x" +
+                     std::to_string(r.height == 0 ? height : r.height));
+  }
+  meter_.SetRenditions(labels);
+  v1::TranscodeResponse r;
+  v1::Started* started = r.mutable_started();
+  started->set_session_id(id_);
+  started->set_worker(worker_name_);
+  started->set_backend(backend_);
+  started->mutable_time_base()->set_num(tb_num);
+  started->mutable_time_base()->set_den(tb_den);
+  started->set_source_width(width);
+  started->set_source_height(height);
+  started->set_source_codec(codec);
+  started->set_rotation_degrees(rotation);
+  if (job_.output_shared_slots > 0) {
+    std::vector<std::pair<int, int>> sizes;
+    for (const Rendition& rendition : renditions_) {
+      sizes.emplace_back(rendition.width == 0 ? width : rendition.width,
+                         rendition.height == 0 ? height : rendition.height);
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<SharedJpegSlots> slots,
+                     SharedJpegSlots::Create(job_.output_shared_slots, SharedJpegSlotBytes(sizes), "conveyor-jpegs"));
+    v1::SharedMemoryOutput* shm = started->mutable_shared_memory_output();
+    shm->set_attach_socket(attach_socket_);
+    shm->set_attach_key(attach_key_);
+    shm->set_slot_bytes(slots->slot_bytes());
+    shm->set_slots(static_cast<uint32_t>(slots->slots()));
+    std::lock_guard<std::mutex> lock(state_mu_);
+    shared_out_ = std::move(slots);
+  }
+  if (job_.shared_memory_slots > 0) {
+    v1::SharedMemoryInput* shm = started->mutable_shared_memory();
+    shm->set_attach_socket(attach_socket_);
+    shm->set_attach_key(attach_key_);
+    shm->set_slot_bytes(job_.RawFrameBytes());
+    shm->set_slots(static_cast<uint32_t>(job_.shared_memory_slots));
+  }
+  Send(std::move(r));
+  if (!job_.container_output) return OkStatus();
+  for (size_t i = 0; i < renditions_.size(); ++i) {
+    media::MuxerOptions mo;
+    mo.format = job_.container;
+    mo.width = renditions_[i].width == 0 ? width : renditions_[i].width;
+    mo.height = renditions_[i].height == 0 ? height : renditions_[i].height;
+    mo.time_base = AVRational{tb_num, tb_den};
+    mo.frame_rate = AVRational{rate_num, rate_den};
+    mo.rotation_degrees = rotation;
+    mo.audio = audio;
+    mo.audio_time_base = audio_time_base;
+    const uint32_t index = static_cast<uint32_t>(i);
+    auto sink = [this, index](const uint8_t* data, size_t size) -> Status {
+      v1::TranscodeResponse chunk;
+      chunk.mutable_container_chunk()->set_rendition(index);
+      chunk.mutable_container_chunk()->set_data(data, size);
+      bytes_out_ += size;
+      meter_.BytesOut(size);
+      Send(std::move(chunk));
+      return OkStatus();
+    };
+    ASSIGN_OR_RETURN(std::unique_ptr<media::ContainerMuxer> m, media::ContainerMuxer::Open(mo, sink));
+    muxers_.push_back(std::move(m));
+  }
+  return OkStatus();
+}
+
+Status Session::SubmitFrame(const FrameView& view, int64_t pts, std::shared_ptr<void> keepalive,
+                            std::function<void()> on_input_released) {
+  {
+    std::unique_lock<std::mutex> lock(state_mu_);
+    state_cv_.wait(lock, [&] { return cancelled_ || unsent_bytes_ < options_.output_bytes; });
+    if (cancelled_) return failure_;
+    ++submitted_;
+  }
+  FrameRequest request;
+  request.id = frames_in_.load();
+  request.frame = view;
+  request.renditions = renditions_;
+  // The session's own stream of frames: in order among themselves, never held back by
+  // another session's. The address is unique among live sessions, and a session lives
+  // while the worker holds any of its frames (on_done keeps it).
+  request.stream = reinterpret_cast<uintptr_t>(this);
+  request.on_done = [self = shared_from_this(), pts](FrameResult&& r) { self->OnFrameDone(pts, std::move(r)); };
+  request.owner = std::move(keepalive);  // the CPU worker encodes from it, the GPU worker copies
+  request.on_input_released = std::move(on_input_released);
+  Status s = lane_->Submit(std::move(request));
+  if (!s.ok()) {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    --submitted_;
+    return cancelled_ ? failure_ : s;
+  }
+  return OkStatus();
+}
+
+void Session::OnFrameDone(int64_t pts, FrameResult&& result) {
+  const auto handover_start = std::chrono::steady_clock::now();
+  Touch();
+  bool ok = result.status.ok();
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    ok = ok && !cancelled_;
+  }
+  if (!result.status.ok()) {
+    meter_.FrameFailed(result.status);
+    Fail(result.status.WithContext("frame " + std::to_string(frames_out_.load())));
+  } else if (ok) {
+    const uint64_t index = frames_out_.load();
+    for (size_t i = 0; i < result.jpeg.size() && ok; ++i) {
+      const JpegBytes& jpeg = result.jpeg[i];
+      if (!muxers_.empty()) {
+        std::vector<uint8_t> scratch;  // the muxer takes one contiguous packet
+        const uint8_t* image = jpeg.Contiguous(&scratch);
+        std::lock_guard<std::mutex> lock(mux_mu_);
+        const auto mux_start = std::chrono::steady_clock::now();
+        Status s = muxers_[i]->WriteVideo(image, jpeg.size(), pts);
+        meter_.Muxed(std::chrono::duration<double>(std::chrono::steady_clock::now() - mux_start).count());
+        if (!s.ok()) {
+          Fail(s.WithContext("mux rendition " + std::to_string(i)));
+          ok = false;
+        }
+        continue;
+      }
+      SendJpeg(static_cast<uint32_t>(i), index, pts, jpeg);
+      bytes_out_ += jpeg.size();
+      meter_.BytesOut(jpeg.size());
+    }
+    if (ok) {
+      frames_out_++;
+      meter_.FrameDone(result);
+      encode_seconds_ += std::chrono::duration<double>(result.times.done - result.times.started).count();
+      handover_seconds_ += std::chrono::duration<double>(handover_start - result.times.done).count();
+      queue_seconds_ += std::chrono::duration<double>(result.times.started - result.times.submitted).count();
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last_progress_ >= std::chrono::seconds(1)) {
+        last_progress_ = now;
+        v1::TranscodeResponse r;
+        r.mutable_progress()->set_frames_in(frames_in_.load());
+        r.mutable_progress()->set_frames_out(frames_out_.load());
+        r.mutable_progress()->set_fps(frames_out_.load() / std::chrono::duration<double>(now - started_).count());
+        Send(std::move(r));
+      }
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    ++completed_;
+  }
+  state_cv_.notify_all();
+}
+
+void Session::SendJpeg(uint32_t rendition, uint64_t index, int64_t pts, const JpegBytes& jpeg) {
+  v1::TranscodeResponse r;
+  v1::OutputPacket* p = r.mutable_packet();
+  p->set_rendition(rendition);
+  p->set_frame_index(index);
+  p->set_pts(pts);
+  int slot = -1;
+  uint8_t* to = nullptr;
+  if (job_.output_shared_slots > 0) {  // no lock on the messages-only path
+    std::lock_guard<std::mutex> lock(state_mu_);
+    if (shared_out_ && jpeg.size() <= shared_out_->slot_bytes()) slot = shared_out_->Take();
+    if (slot >= 0) to = shared_out_->slot(slot);
+  }
+  if (slot >= 0) {
+    // The slot is this thread's until the packet naming it reaches the client.
+    jpeg.CopyRange(0, jpeg.size(), to);
+    p->mutable_shared()->set_slot(static_cast<uint32_t>(slot));
+    p->mutable_shared()->set_size(jpeg.size());
+    p->set_end_of_frame(true);
+    {
+      std::lock_guard<std::mutex> lock(state_mu_);
+      shared_out_->MarkSent(slot);
+    }
+    Send(std::move(r));
+    return;
+  }
+  size_t offset = 0;
+  do {
+    const size_t n = std::min(options_.message_bytes, jpeg.size() - offset);
+    v1::TranscodeResponse part = r;  // the header fields; data follows
+    v1::OutputPacket* q = part.mutable_packet();
+    jpeg.AppendRangeTo(offset, n, q->mutable_data());
+    offset += n;
+    q->set_end_of_frame(offset == jpeg.size());
+    Send(std::move(part));
+  } while (offset < jpeg.size());
+}
+
+Status Session::ReleaseOutputSlot(uint32_t slot) {
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    if (!shared_out_) {
+      return InvalidArgument("output_slot_released: this job's JPEGs come in OutputPacket.data "
+                             "(spec.output.frames.shared_memory_slots is 0)");
+    }
+    RETURN_IF_ERROR(shared_out_->Release(slot));
+  }
+  Touch();
+  return OkStatus();
+}
+
+void Session::OnSent(size_t bytes) {
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    unsent_bytes_ -= std::min(bytes, unsent_bytes_);
+  }
+  state_cv_.notify_all();
+  Touch();
+}
+
+void Session::Send(v1::TranscodeResponse response) {
+  const size_t payload_bytes = PayloadBytes(response);
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    unsent_bytes_ += payload_bytes;
+  }
+  std::lock_guard<std::recursive_mutex> lock(sink_mu_);
+  if (sink_ != nullptr && !closed_) {
+    sink_->Send(std::move(response));
+    return;
+  }
+  std::lock_guard<std::mutex> state_lock(state_mu_);
+  unsent_bytes_ -= std::min(payload_bytes, unsent_bytes_);
+}
+
+}  // namespace conveyor

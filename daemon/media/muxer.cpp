@@ -32,13 +32,6 @@ bool ValidRational(AVRational r) { return r.num > 0 && r.den > 0; }
 
 const char* ContainerFormatName(ContainerFormat f) { return MuxerName(f); }
 
-StatusOr<ContainerFormat> ParseContainerFormat(const std::string& name) {
-  if (name == "mkv" || name == "matroska") return ContainerFormat::kMatroska;
-  if (name == "mov") return ContainerFormat::kMov;
-  if (name == "avi") return ContainerFormat::kAvi;
-  return InvalidArgument("unknown container '" + name + "' (mkv, mov or avi)");
-}
-
 ContainerMuxer::ContainerMuxer(const MuxerOptions& options, Sink sink)
     : options_(options), sink_(std::move(sink)) {}
 

@@ -31,7 +31,6 @@ enum class ContainerFormat : uint8_t {
   kAvi,
 };
 const char* ContainerFormatName(ContainerFormat f);
-StatusOr<ContainerFormat> ParseContainerFormat(const std::string& name);  // "mkv"/"matroska", "mov", "avi"
 
 struct MuxerOptions {
   ContainerFormat format = ContainerFormat::kMatroska;

@@ -412,37 +412,16 @@ class GpuWorker : public Worker {
   }
 
   // Bands of at most about kGpuBandBlocks blocks (kGpuLadderBandBlocks for the
-  // renditions of a frame that has several), as few as that allows, split evenly
-  // (1080p 4:2:0: two of 34 MCU rows, where a fixed block count gave 28 + 28 + 12).
+  // renditions of a frame that has several), unless the options name the band rows.
   int BandRows(const FrameView& f, const EncodeParams& params, bool ladder = false) const {
     if (options_.band_rows > 0) return options_.band_rows;
-    const McuRows m = McuRowsOf(f, params.subsampling);
-    const int64_t blocks = m.blocks_per_row * m.rows;
-    const int64_t most = ladder ? kGpuLadderBandBlocks : kGpuBandBlocks;
-    const int64_t bands = std::max<int64_t>(1, (blocks + most - 1) / most);
-    return static_cast<int>((m.rows + bands - 1) / bands * m.mcu_h);
-  }
-
-  // A frame's MCU rows: how many, their height in pixels and their blocks.
-  struct McuRows {
-    int64_t rows, blocks_per_row;
-    int mcu_h;
-  };
-  static McuRows McuRowsOf(const FrameView& f, Subsampling sub) {
-    const int mcu_w = sub == Subsampling::k444 ? 8 : 16;
-    const int mcu_h = sub == Subsampling::k420 ? 16 : 8;
-    const int blocks_per_mcu = sub == Subsampling::k420 ? 6 : sub == Subsampling::k422 ? 4 : 3;
-    return {(f.height + mcu_h - 1) / mcu_h, static_cast<int64_t>((f.width + mcu_w - 1) / mcu_w) * blocks_per_mcu,
-            mcu_h};
+    return EvenBandRows(f, params.subsampling, ladder ? kGpuLadderBandBlocks : kGpuBandBlocks);
   }
 
   // Pixel rows of band 0 when it is smaller than the others (first_band_blocks), else 0.
   int FirstBandRows(const FrameView& f, const EncodeParams& params, bool ladder = false) const {
     if (options_.first_band_blocks <= 0 || options_.band_rows > 0) return 0;
-    const int rows = BandRows(f, params, ladder);
-    if ((f.height + rows - 1) / rows < 3) return 0;
-    const McuRows m = McuRowsOf(f, params.subsampling);
-    return static_cast<int>(std::max<int64_t>(1, options_.first_band_blocks / m.blocks_per_row) * m.mcu_h);
+    return SmallFirstBandRows(f, params.subsampling, BandRows(f, params, ladder), options_.first_band_blocks);
   }
 
   // The scaled frame renditions are encoded from; grows like the band scratch.

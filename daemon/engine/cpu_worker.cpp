@@ -9,13 +9,13 @@
 // no gain in interleaved runs on the 2-core VM (BENCHMARKS.md, session 13).
 #include <algorithm>
 #include <atomic>
-#include <mutex>
 #include <thread>
 #include <utility>
 
 #include "cpu_encoder.h"
 #include "frame_queue.h"
 #include "heartbeat.h"
+#include "registered_ranges.h"
 #include "scale_cpu.h"
 #include "slot_pool.h"
 #include "worker.h"
@@ -77,8 +77,7 @@ class CpuWorker : public Worker {
   // are frames with an owner: a 1080p yuv420p frame's copy is 3.1 MB, about 0.4 ms on
   // the 2-core VM.
   StatusOr<std::unique_ptr<HostMemoryRegistration>> RegisterHostMemory(void* data, size_t size) override {
-    return std::unique_ptr<HostMemoryRegistration>(
-        std::make_unique<Registration>(ranges_, static_cast<const uint8_t*>(data), size));
+    return RegisteredRanges::Add(ranges_, data, size);
   }
 
   WorkerStats Stats() const override {
@@ -91,47 +90,6 @@ class CpuWorker : public Worker {
   }
 
  private:
-  // Registered ranges, shared with the registrations so that one dropped after the
-  // worker is gone still finds a live list.
-  struct Ranges {
-    std::mutex mu;
-    std::vector<std::pair<const uint8_t*, size_t>> list;
-
-    // Whether `f` is packed (as MakePackedFrameView lays it out) inside one range.
-    bool Holds(const FrameView& f) {
-      const size_t size = PackedFrameSize(f.format, f.width, f.height);
-      StatusOr<FrameView> packed = MakePackedFrameView(f.plane[0], size, f.width, f.height, f.format, f.matrix, f.range);
-      if (!packed.ok()) return false;
-      for (int p = 0; p < LayoutOf(f.format).num_planes; ++p) {
-        if (f.plane[p] != packed->plane[p] || f.stride[p] != packed->stride[p]) return false;
-      }
-      std::lock_guard<std::mutex> lock(mu);
-      for (const auto& [base, length] : list) {
-        if (f.plane[0] >= base && f.plane[0] + size <= base + length) return true;
-      }
-      return false;
-    }
-  };
-
-  class Registration : public HostMemoryRegistration {
-   public:
-    Registration(std::shared_ptr<Ranges> ranges, const uint8_t* data, size_t size)
-        : ranges_(std::move(ranges)), range_(data, size) {
-      std::lock_guard<std::mutex> lock(ranges_->mu);
-      ranges_->list.push_back(range_);
-    }
-    ~Registration() override {
-      std::lock_guard<std::mutex> lock(ranges_->mu);
-      auto& v = ranges_->list;
-      const auto it = std::find(v.begin(), v.end(), range_);
-      if (it != v.end()) v.erase(it);
-    }
-
-   private:
-    std::shared_ptr<Ranges> ranges_;
-    std::pair<const uint8_t*, size_t> range_;
-  };
-
   struct Slot {
     bool in_place = false;  // the view is the caller's memory (registered or owned), not `bytes`
     std::vector<uint8_t> bytes;
@@ -203,7 +161,7 @@ class CpuWorker : public Worker {
   }
 
   const WorkerOptions options_;
-  std::shared_ptr<Ranges> ranges_ = std::make_shared<Ranges>();
+  std::shared_ptr<RegisteredRanges> ranges_ = std::make_shared<RegisteredRanges>();
   CpuJpegEncoder encoder_;
   SlotPool pool_;
   std::vector<Slot> slots_;

@@ -37,6 +37,7 @@
 #include "jfif_writer.h"
 #include "jpeg_bytes.h"
 #include "readback_ring.h"
+#include "registered_ranges.h"
 #include "slot_pool.h"
 #include "stream_overlap.h"
 #include "worker.h"
@@ -191,8 +192,7 @@ class GpuWorker : public Worker {
     s.submitted = submitted;
     const FrameView& f = s.request.frame;
     s.frame_bytes = PackedFrameSize(f.format, f.width, f.height);
-    s.geometry = PackedPlaneGeometry(f.format, f.width, f.height);
-    s.direct = InRegisteredMemory(f, s.geometry);
+    s.direct = ranges_->Holds(f);
     s.input_released = !s.direct;
     {
       std::lock_guard<std::mutex> lock(order_mu_);
@@ -215,7 +215,7 @@ class GpuWorker : public Worker {
   StatusOr<std::unique_ptr<HostMemoryRegistration>> RegisterHostMemory(void* data, size_t size) override {
     GPU_RETURN_IF_ERROR(hipSetDevice(device_), "hipSetDevice");
     ASSIGN_OR_RETURN(HostRegistration r, HostRegistration::Register(data, size, "caller frames"));
-    return std::unique_ptr<HostMemoryRegistration>(std::make_unique<Registration>(registry_, std::move(r)));
+    return RegisteredRanges::Add(ranges_, data, size, std::make_shared<HostRegistration>(std::move(r)));
   }
 
   WorkerStats Stats() const override {
@@ -250,46 +250,6 @@ class GpuWorker : public Worker {
     DeviceBuffer scaled;  // the rendition being encoded, when it is scaled
   };
 
-  // Registered ranges, shared with the registrations so that one dropped after the
-  // worker is gone still finds a live list.
-  struct Registry {
-    std::mutex mu;
-    std::vector<const HostRegistration*> ranges;
-  };
-
-  class Registration : public HostMemoryRegistration {
-   public:
-    Registration(std::shared_ptr<Registry> registry, HostRegistration r)
-        : registry_(std::move(registry)), r_(std::move(r)) {
-      std::lock_guard<std::mutex> lock(registry_->mu);
-      registry_->ranges.push_back(&r_);
-    }
-    ~Registration() override {
-      std::lock_guard<std::mutex> lock(registry_->mu);
-      auto& v = registry_->ranges;
-      v.erase(std::remove(v.begin(), v.end(), &r_), v.end());
-    }
-
-   private:
-    std::shared_ptr<Registry> registry_;
-    HostRegistration r_;
-  };
-
-  // Whether the frame is packed (planes back to back, no row padding) inside memory
-  // registered with this worker, so the upload can read it where it is.
-  bool InRegisteredMemory(const FrameView& f, const PlaneGeometry& g) {
-    for (int p = 0; p < LayoutOf(f.format).num_planes; ++p) {
-      if (f.plane[p] != f.plane[0] + g.offset[p] || f.stride[p] != g.row_bytes[p]) return false;
-    }
-    const size_t size = PackedFrameSize(f.format, f.width, f.height);
-    std::lock_guard<std::mutex> lock(registry_->mu);
-    for (const HostRegistration* r : registry_->ranges) {
-      const auto* base = static_cast<const uint8_t*>(r->get());
-      if (f.plane[0] >= base && f.plane[0] + size <= base + r->size()) return true;
-    }
-    return false;
-  }
-
   // In-order hand-over, per stream (FrameRequest::stream): a frame whose slot is already
   // free, waiting for its turn.
   struct Finished {
@@ -321,7 +281,6 @@ class GpuWorker : public Worker {
     FrameRequest request;
     SteadyTime submitted, started;
     size_t frame_bytes = 0;
-    PlaneGeometry geometry;
     std::vector<EncodePlan> plans;
     std::vector<const EncodeTables*> tables;  // per rendition, on the device
     std::vector<size_t> out_offset;  // per rendition, into `out`
@@ -1085,7 +1044,7 @@ class GpuWorker : public Worker {
   std::unordered_map<uint64_t, StreamOrder> streams_;
   std::deque<Finished> ready_;  // in order, to hand over
   bool handing_over_ = false;
-  std::shared_ptr<Registry> registry_ = std::make_shared<Registry>();
+  std::shared_ptr<RegisteredRanges> ranges_ = std::make_shared<RegisteredRanges>();
   std::atomic<bool> dead_{false};
   std::string dead_reason_;
   std::atomic<uint64_t> done_{0}, failed_{0}, restarts_{0}, device_bytes_{0};

@@ -4,9 +4,8 @@
 // memory, and copied into the slot otherwise. Frames are encoded one at a time, each
 // frame's bands spread over the thread pool, and handed over (on_done: the gRPC messages
 // or the muxer) by a delivery thread, so that the next frame's encode never waits for
-// it. The price is a thread's wake-up a frame (the Summary's handover stage); handing a
-// frame over on the encode thread whenever no other frame waited, which saves it, showed
-// no gain in interleaved runs on the 2-core VM (BENCHMARKS.md, session 13).
+// it. The price is a thread's wake-up a frame (the Summary's handover stage); handing
+// frames over on the encode thread when none waits saves it but shows no gain.
 #include <algorithm>
 #include <atomic>
 #include <thread>
@@ -23,11 +22,9 @@
 namespace conveyor {
 namespace {
 
-// Pixel rows per band when the options name none: 32 gives a 1080p frame 34 bands and a
-// 720p frame 23, so that the pool's threads finish a frame within a small band of each
-// other, where 128 rows (the encoder's default) gave a 1080p frame 9 bands to share out.
-// The bytes do not depend on it; in the daemon the effect is within the 2-core VM's noise
-// (BENCHMARKS.md, session 13).
+// Pixel rows per band when the options name none: 32 gives a 1080p frame 34 bands to
+// share out over the pool's threads (the encoder's default of 128 rows gives it 9), so
+// that the threads finish a frame close together. The bytes do not depend on it.
 constexpr int kCpuBandRows = 32;
 
 class CpuWorker : public Worker {

@@ -9,6 +9,21 @@ namespace {
 
 constexpr int kDefaultBandPixelRows = 128;
 
+// A frame's MCU rows in a subsampling: how many, their height in pixels and the blocks
+// in each.
+struct McuRows {
+  int64_t rows, blocks_per_row;
+  int mcu_h;
+};
+
+McuRows McuRowsOf(const FrameView& frame, Subsampling sub) {
+  const int mcu_w = sub == Subsampling::k444 ? 8 : 16;
+  const int mcu_h = sub == Subsampling::k420 ? 16 : 8;
+  const int blocks_per_mcu = sub == Subsampling::k420 ? 6 : sub == Subsampling::k422 ? 4 : 3;
+  return {(frame.height + mcu_h - 1) / mcu_h,
+          static_cast<int64_t>((frame.width + mcu_w - 1) / mcu_w) * blocks_per_mcu, mcu_h};
+}
+
 }  // namespace
 
 int AutoRestartInterval(int mcus_x, int mcus_y) {
@@ -16,6 +31,19 @@ int AutoRestartInterval(int mcus_x, int mcus_y) {
   // under 1 % at usual qualities, and short enough that a 1080p frame has ~500 segments
   // for the GPU's Huffman stage to code in parallel.
   return std::min(16, mcus_x * mcus_y);
+}
+
+int EvenBandRows(const FrameView& frame, Subsampling sub, int64_t most_blocks) {
+  const McuRows m = McuRowsOf(frame, sub);
+  const int64_t blocks = m.blocks_per_row * m.rows;
+  const int64_t bands = std::max<int64_t>(1, (blocks + most_blocks - 1) / most_blocks);
+  return static_cast<int>((m.rows + bands - 1) / bands * m.mcu_h);
+}
+
+int SmallFirstBandRows(const FrameView& frame, Subsampling sub, int band_rows, int first_band_blocks) {
+  if ((frame.height + band_rows - 1) / band_rows < 3) return 0;
+  const McuRows m = McuRowsOf(frame, sub);
+  return static_cast<int>(std::max<int64_t>(1, first_band_blocks / m.blocks_per_row) * m.mcu_h);
 }
 
 StatusOr<EncodePlan> MakeEncodePlan(const FrameView& frame, const EncodeParams& params,

@@ -108,4 +108,13 @@ StatusOr<EncodePlan> MakeEncodePlan(const FrameView& frame, const EncodeParams& 
 // The restart interval kRestartAuto resolves to for this geometry.
 int AutoRestartInterval(int mcus_x, int mcus_y);
 
+// Pixel rows per band for bands of at most about `most_blocks` blocks: as few bands as
+// that allows, split evenly (1080p 4:2:0 at 32768 blocks: two bands of 34 MCU rows).
+int EvenBandRows(const FrameView& frame, Subsampling sub, int64_t most_blocks);
+
+// Pixel rows of a first band of about `first_band_blocks` blocks for a frame in bands of
+// `band_rows` pixel rows, or 0 (band 0 as large as the others) when the frame has fewer
+// than three such bands.
+int SmallFirstBandRows(const FrameView& frame, Subsampling sub, int band_rows, int first_band_blocks);
+
 }  // namespace conveyor

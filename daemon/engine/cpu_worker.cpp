@@ -4,18 +4,17 @@
 // memory, and copied into the slot otherwise. Frames are encoded one at a time, each
 // frame's bands spread over the thread pool, and handed over (on_done: the gRPC messages
 // or the muxer) by a delivery thread, so that the next frame's encode never waits for
-// it. The price is a thread's wake-up a frame (the Summary's handover stage); handing a
-// frame over on the encode thread whenever no other frame waited, which saves it, showed
-// no gain in interleaved runs on the 2-core VM (BENCHMARKS.md, session 13).
+// it. The price is a thread's wake-up a frame (the Summary's handover stage); handing
+// frames over on the encode thread when none waits saves it but shows no gain.
 #include <algorithm>
 #include <atomic>
-#include <mutex>
 #include <thread>
 #include <utility>
 
 #include "cpu_encoder.h"
 #include "frame_queue.h"
 #include "heartbeat.h"
+#include "registered_ranges.h"
 #include "scale_cpu.h"
 #include "slot_pool.h"
 #include "worker.h"
@@ -23,11 +22,9 @@
 namespace conveyor {
 namespace {
 
-// Pixel rows per band when the options name none: 32 gives a 1080p frame 34 bands and a
-// 720p frame 23, so that the pool's threads finish a frame within a small band of each
-// other, where 128 rows (the encoder's default) gave a 1080p frame 9 bands to share out.
-// The bytes do not depend on it; in the daemon the effect is within the 2-core VM's noise
-// (BENCHMARKS.md, session 13).
+// Pixel rows per band when the options name none: 32 gives a 1080p frame 34 bands to
+// share out over the pool's threads (the encoder's default of 128 rows gives it 9), so
+// that the threads finish a frame close together. The bytes do not depend on it.
 constexpr int kCpuBandRows = 32;
 
 class CpuWorker : public Worker {
@@ -77,8 +74,7 @@ class CpuWorker : public Worker {
   // are frames with an owner: a 1080p yuv420p frame's copy is 3.1 MB, about 0.4 ms on
   // the 2-core VM.
   StatusOr<std::unique_ptr<HostMemoryRegistration>> RegisterHostMemory(void* data, size_t size) override {
-    return std::unique_ptr<HostMemoryRegistration>(
-        std::make_unique<Registration>(ranges_, static_cast<const uint8_t*>(data), size));
+    return RegisteredRanges::Add(ranges_, data, size);
   }
 
   WorkerStats Stats() const override {
@@ -91,47 +87,6 @@ class CpuWorker : public Worker {
   }
 
  private:
-  // Registered ranges, shared with the registrations so that one dropped after the
-  // worker is gone still finds a live list.
-  struct Ranges {
-    std::mutex mu;
-    std::vector<std::pair<const uint8_t*, size_t>> list;
-
-    // Whether `f` is packed (as MakePackedFrameView lays it out) inside one range.
-    bool Holds(const FrameView& f) {
-      const size_t size = PackedFrameSize(f.format, f.width, f.height);
-      StatusOr<FrameView> packed = MakePackedFrameView(f.plane[0], size, f.width, f.height, f.format, f.matrix, f.range);
-      if (!packed.ok()) return false;
-      for (int p = 0; p < LayoutOf(f.format).num_planes; ++p) {
-        if (f.plane[p] != packed->plane[p] || f.stride[p] != packed->stride[p]) return false;
-      }
-      std::lock_guard<std::mutex> lock(mu);
-      for (const auto& [base, length] : list) {
-        if (f.plane[0] >= base && f.plane[0] + size <= base + length) return true;
-      }
-      return false;
-    }
-  };
-
-  class Registration : public HostMemoryRegistration {
-   public:
-    Registration(std::shared_ptr<Ranges> ranges, const uint8_t* data, size_t size)
-        : ranges_(std::move(ranges)), range_(data, size) {
-      std::lock_guard<std::mutex> lock(ranges_->mu);
-      ranges_->list.push_back(range_);
-    }
-    ~Registration() override {
-      std::lock_guard<std::mutex> lock(ranges_->mu);
-      auto& v = ranges_->list;
-      const auto it = std::find(v.begin(), v.end(), range_);
-      if (it != v.end()) v.erase(it);
-    }
-
-   private:
-    std::shared_ptr<Ranges> ranges_;
-    std::pair<const uint8_t*, size_t> range_;
-  };
-
   struct Slot {
     bool in_place = false;  // the view is the caller's memory (registered or owned), not `bytes`
     std::vector<uint8_t> bytes;
@@ -203,7 +158,7 @@ class CpuWorker : public Worker {
   }
 
   const WorkerOptions options_;
-  std::shared_ptr<Ranges> ranges_ = std::make_shared<Ranges>();
+  std::shared_ptr<RegisteredRanges> ranges_ = std::make_shared<RegisteredRanges>();
   CpuJpegEncoder encoder_;
   SlotPool pool_;
   std::vector<Slot> slots_;

@@ -86,10 +86,8 @@ class HostMemoryRegistration {
 
 // Which frames the GPU worker records timing events for: FrameTimes' GPU intervals, which
 // the stage histograms, the overlap gauge and the benchmark's engine columns read. The
-// events are not free: timing every frame cost the H200 10-20 % of its frames/s (1080p
-// 14 800-14 900 against 16 500, a 1080p ladder 12 000-12 300 against 15 000;
-// BENCHMARKS.md, session 9), and a timing event beside a copy costs that copy 2-3 us.
-// So the daemon times frames in runs: `run_frames` consecutive frames, a run starting at
+// events are not free (timing every frame costs the H200 10-20 % of its frames/s), so
+// the daemon times frames in runs: `run_frames` consecutive frames, a run starting at
 // most every `every`. A run is long enough to show how the engines overlap, and rare
 // enough to cost nothing measurable at full load; at low frame rates runs follow each
 // other and nearly every frame is timed, which costs nothing there.
@@ -105,28 +103,27 @@ struct StageTiming {
 
 struct WorkerOptions {
   // Frames in flight (the GPU worker's ring of pinned slots). Eight keep both encode
-  // streams busy while other frames upload and read back (BENCHMARKS.md, 1080p on the
-  // H200: 3 slots 8.4k frames/s, 8 slots 10.4k, 12 slots 11.5k).
+  // streams busy while other frames upload and read back.
   int slots = 8;
   int max_width = 3840;          // pinned and device buffers are sized for this at start
   int max_height = 2160;
-  bool progress_events = true;   // GPU: read band k back when band k is done (the fix)
+  // GPU: read band k back as soon as band k is done, not after the whole frame
+  // (docs/DESIGN.md, Band readback).
+  bool progress_events = true;
   // Pixel rows per band. 0: the GPU worker picks bands of about kGpuBandBlocks blocks
-  // (fewer, fuller launches); the CPU worker uses the encoder's default.
+  // (fewer, fuller launches); the CPU worker takes bands of 32 rows (kCpuBandRows).
   int band_rows = 0;
   // GPU: encode streams that consecutive frames take turns on, so that two frames'
   // small launches can run side by side (each stream has its own scratch).
   int encode_streams = 2;
   // GPU: a frame takes the next encode stream in turn, unless that stream holds more
   // pixels not yet read back than another one does plus this frame: then it takes the
-  // other, so the light frames behind a heavy one do not queue behind its encode
-  // (BENCHMARKS.md, session 11: the stall scenario's p99 first byte -33 % -> -49 %
-  // against progress events off, frames/s unchanged).
+  // other, so the light frames behind a heavy one do not queue behind its encode.
   bool balance_encode_streams = true;
   // GPU: blocks in the first band of a frame of three or more bands (4K and up; 0: as
   // many as in the others). Its first byte waits for the upload and band 0 only, so a
-  // small band 0 brings it sooner (8192 blocks: a 4K frame's 390 -> 337 us), but the
-  // extra launch cost 4K 1.5-3.5 % of its frames/s on the H200, so it is off.
+  // small band 0 brings it sooner, but the extra launch costs 4K 1.5-3.5 % of its
+  // frames/s on the H200, so it is off.
   int first_band_blocks = 0;
   // GPU: threads that read each encode stream's frames back, in turns; the worker hands
   // frames over in order whichever thread finishes them.
@@ -138,7 +135,7 @@ struct WorkerOptions {
   size_t readback_ring_bytes = 64 << 20;
   // GPU: most frames of the same shape (size, format, renditions) one launch carries.
   // A launch only takes frames already queued, so batching never waits for frames. Off
-  // (1) by default: on the H200 it did not pay (BENCHMARKS.md, "frames per launch").
+  // (1) by default: on the H200 it does not pay (BENCHMARKS.md, "frames per launch").
   int max_launch_frames = 1;
   StageTiming stage_timing;      // GPU: timing events around upload, encode and readback
   int cpu_threads = 0;           // CPU worker: 0 = one per hardware thread
@@ -159,16 +156,14 @@ struct WorkerOptions {
 };
 
 // Most blocks in a band when band_rows is 0; the GPU worker takes as few bands as that
-// allows. A coding launch costs about 20 us on the H200 however few segments it holds
-// (one CTA's critical path: Nsight Compute timed 21 us for 90 segments, 25 us for 210),
-// so bands are as large as progress events allow: 1080p 4:2:0 in two bands ran 1.4x
-// the frames/s of three (BENCHMARKS.md, session 4).
+// allows (EvenBandRows). A coding launch costs about 20 us on the H200 however few
+// segments it holds, so bands are as large as progress events allow.
 constexpr int kGpuBandBlocks = 32768;
 // The same for the renditions of a frame that has several. A ladder is bound by its
 // encode, not its upload, and a frame's small renditions join its largest one's last
-// band: a 1080p ladder in one band each (one launch of each stage) ran 12 233 / 11 902
-// / 12 066 frames/s against 11 506 / 10 985 / 11 253 with 1080p in two (BENCHMARKS.md,
-// session 8). The first byte of its 1080p rendition then comes with the last.
+// band, so a 1080p ladder in one band each (one launch of each stage) runs about 6 %
+// more frames/s than with 1080p in two. The first byte of its 1080p rendition then comes
+// with the last.
 constexpr int kGpuLadderBandBlocks = 2 * kGpuBandBlocks;
 
 struct WorkerStats {

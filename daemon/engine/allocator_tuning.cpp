@@ -14,15 +14,12 @@ void TuneAllocatorForFrames() {
   // free memory at the top of the heap is returned only past 512 MiB.
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
-  // One arena. glibc's default (eight per core) let each of the many threads that touch
-  // frames (gRPC, sessions, decoders, workers) keep its own arena of freed frames: after
-  // load, idle RSS crept 3-8 % per soak round (tests/soak) and settled near 330 MiB on 2
-  // cores; two arenas gave 228 MiB and flat, but the idle daemon's released RSS still
-  // moved 57-85 MiB from one quiet spell to the next, all of it in the second arena
-  // (the heap in use stayed at 4.4 MiB). One arena: 60.7-61.4 MiB in three soaks.
-  // Frame-sized blocks are a few allocations a frame and small ones hit the per-thread
-  // cache first, so the one lock is not contended (BENCHMARKS.md, session 11). An
-  // operator's GLIBC_TUNABLES=glibc.malloc.arena_max=N is left in force.
+  // One arena. glibc's default (eight per core) lets each of the many threads that touch
+  // frames (gRPC, sessions, decoders, workers) keep its own arena of freed frames, and
+  // idle RSS then creeps from one soak round to the next (tests/soak); with one arena it
+  // stays flat. Frame-sized blocks are a few allocations a frame and small ones hit the
+  // per-thread cache first, so the one lock is not contended. An operator's
+  // GLIBC_TUNABLES=glibc.malloc.arena_max=N is left in force.
   const char* tunables = std::getenv("GLIBC_TUNABLES");
   if (tunables == nullptr || std::strstr(tunables, "glibc.malloc.arena_max") == nullptr) mallopt(M_ARENA_MAX, 1);
 #endif

@@ -87,7 +87,7 @@ struct EncodeLane {
   BandScratch scratch;
   DeviceBuffer scaled;  // the rendition being encoded, when it is scaled
 
-  // Scratch shared by every slot, used only on this lane's stream. Growing waits for
+  // Scratch of this lane, shared by the frames encoded on it and ordered by its stream. Growing waits for
   // that stream first; it happens only when a frame needs more than any before it.
   Status ReserveScratch(const BandScratchSizes& bytes, std::atomic<uint64_t>* device_bytes);
   // The scaled frames renditions are encoded from; grows like the scratch.

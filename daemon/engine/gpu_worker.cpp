@@ -1,5 +1,6 @@
 // The GPU worker: one per device. Frames go through a ring of slots (gpu_slot.h) on three
-// kinds of dedicated non-blocking streams:
+// kinds of dedicated non-blocking streams (one upload, `encode_streams` encode lanes, one
+// readback):
 //   upload:   H2D of the slot's input                        -> uploaded
 //   encode:   waits uploaded; the stages band by band         -> band_done[k] after band k
 //   readback: waits band_done[k]; D2H of band k alone
@@ -322,8 +323,8 @@ class GpuWorker : public Worker {
 
   // After a failed frame: let queued work drain, then re-create the streams so the next
   // frame starts clean. Events stay: frames queued after the failed one still wait on
-  // theirs. If the context itself is broken, stop taking frames (the engine then moves
-  // sessions to another worker).
+  // theirs. If the context itself is broken, stop taking frames: later frames are refused
+  // with UNAVAILABLE, which ends their sessions.
   void Recover(const Status& cause) {
     for (Stream* st : streams_.All()) (void)hipStreamSynchronize(st->get());
     (void)hipGetLastError();  // clear a non-sticky error

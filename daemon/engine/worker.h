@@ -67,8 +67,9 @@ struct FrameRequest {
   // they were submitted, while a stream's slow frame does not hold back another
   // stream's finished ones.
   uint64_t stream = 0;
-  // Called exactly once, on one of the worker's delivery threads, one frame at a time,
-  // in submission order within the frame's stream.
+  // Called exactly once, one frame at a time, in submission order within the frame's
+  // stream: on one of the worker's delivery threads, or, for a frame Submit() refused, on
+  // the scheduler's dispatcher thread.
   std::function<void(FrameResult&&)> on_done;
   // Optional: called once the worker will never read the frame's memory again. For a
   // frame it copied, that is before Submit() returns; for a frame it reads in place (in
@@ -170,7 +171,7 @@ struct WorkerStats {
   uint64_t frames_done = 0;
   uint64_t frames_failed = 0;
   uint64_t restarts = 0;             // times the worker re-created its GPU state
-  uint64_t pinned_bytes = 0;         // page-locked host memory held (fixed at start)
+  uint64_t pinned_bytes = 0;         // page-locked host memory held (at start, plus a quality's tables)
   uint64_t device_bytes = 0;
   int in_flight = 0;
   // GPU worker: seconds its issue thread spent queuing work, and its delivery threads
@@ -206,8 +207,9 @@ class Worker {
   // Copies the frame into a free slot and queues it; blocks while every slot is busy, or
   // (GPU worker) while it holds twice as many frames as it has slots (finished frames
   // waiting for their turn in their stream hold no slot). That is how backpressure
-  // reaches the caller. Bad input is refused here with
-  // INVALID_ARGUMENT and never reaches on_done.
+  // reaches the caller. A frame it refuses (INVALID_ARGUMENT for bad input, UNAVAILABLE
+  // from a worker that stopped) never reaches on_done from the worker; the scheduler
+  // calls on_done with the refusal instead.
   virtual Status Submit(FrameRequest request) = 0;
 
   // Waits until every submitted frame has been delivered.

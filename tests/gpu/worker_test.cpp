@@ -191,7 +191,7 @@ TEST_P(WorkerTest, EachStreamsFramesComeInItsSubmissionOrder) {
   ExpectMatchesCpuEncoder(cases, got);
 }
 
-// DESIGN.md rule 1: a slot's pinned input is poisoned the moment the worker says it is
+// docs/DESIGN.md, Slot reuse: a slot's pinned input is poisoned the moment the worker says it is
 // free. Had the worker released it before its upload completed, the poison would be in
 // the upload and the output would differ from the CPU encoder's.
 TEST_P(WorkerTest, PoisonedSlotsNeverReachTheOutput) {

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Checks of the tree itself, so that it keeps reading as a product:
 #   - no file of the product (base/, kernels/, daemon/) is over 600 lines;
-#   - no file but docs/benchmarks-history.md carries a numbered work label ("session 12");
-#   - no file cites an issue number ("issue 6", "issue #6").
+#   - no file but docs/benchmarks-history.md carries a numbered work label (the word
+#     "session" followed by a number);
+#   - no file cites an issue number (the word "issue" followed by a number, with or
+#     without "#").
 # Usage: check_tree.sh [ROOT]  (default: this repository). Lists what it finds and exits 1
 # when it finds anything. In a git checkout it reads the tracked files, elsewhere all files.
 set -euo pipefail
@@ -46,9 +48,9 @@ labels=()
 issues=()
 if ((${#prose[@]})); then
   mapfile -t labels < <(printf '%s\0' "${prose[@]}" | grep -v -z -x 'docs/benchmarks-history.md' |
-    xargs -0 grep -nIiE '\bsession [0-9]+\b' -- 2>/dev/null || true)
+    xargs -0 grep -HnIiE '\bsession [0-9]+\b' -- 2>/dev/null || true)
   mapfile -t issues < <(printf '%s\0' "${prose[@]}" |
-    xargs -0 grep -nIiE '\bissues? #?[0-9]+\b' -- 2>/dev/null || true)
+    xargs -0 grep -HnIiE '\bissues? #?[0-9]+\b' -- 2>/dev/null || true)
 fi
 report "numbered work labels (say what was done, and when, in docs/benchmarks-history.md)" "${labels[@]}"
 report "issue numbers cited (say what the code does instead)" "${issues[@]}"

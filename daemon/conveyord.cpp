@@ -47,7 +47,7 @@ std::function<Status(const std::string&)> EveryNthCallFails(int every) {
   };
 }
 
-StatusOr<std::vector<WorkerSlot>> CreateWorkers(const config::DaemonConfig& c, int test_fault_every) {
+StatusOr<std::vector<std::unique_ptr<Worker>>> CreateWorkers(const config::DaemonConfig& c, int test_fault_every) {
   WorkerOptions options;
   if (test_fault_every > 0) {
     spdlog::warn("test hook: every {}th worker call fails (--test-fault-every)", test_fault_every);
@@ -61,7 +61,7 @@ StatusOr<std::vector<WorkerSlot>> CreateWorkers(const config::DaemonConfig& c, i
   // Runs of timed frames feed the stage histograms and the overlap gauge; timing every
   // frame would cost 10-20 % of a GPU's frames/s (StageTiming).
   options.stage_timing = StageTiming::Sampled();
-  std::vector<WorkerSlot> workers;
+  std::vector<std::unique_ptr<Worker>> workers;
   if (c.workers != "cpu") {
     const GpuProbe probe = ProbeGpus();
     for (const GpuDeviceInfo& d : probe.devices) {
@@ -71,7 +71,7 @@ StatusOr<std::vector<WorkerSlot>> CreateWorkers(const config::DaemonConfig& c, i
         continue;
       }
       spdlog::info("worker: {} ({} MiB)", (*w)->Describe(), d.total_memory >> 20);
-      workers.push_back({std::move(w).value(), GpuBackendName(), d.name, d.total_memory, d.index});
+      workers.push_back(std::move(w).value());
     }
     if (probe.devices.empty()) spdlog::info("no GPU: {}", probe.unavailable_reason);
     if (workers.empty() && c.workers == "gpu") return Unavailable("workers = \"gpu\" but no GPU worker could start");
@@ -79,7 +79,7 @@ StatusOr<std::vector<WorkerSlot>> CreateWorkers(const config::DaemonConfig& c, i
   if (workers.empty()) {
     std::unique_ptr<Worker> cpu = MakeCpuWorker(options);
     spdlog::info("worker: {}", cpu->Describe());
-    workers.push_back({std::move(cpu), "cpu", "", 0});
+    workers.push_back(std::move(cpu));
   }
   return workers;
 }
@@ -138,7 +138,7 @@ int Run(int argc, char** argv) {
   SystemdNotifier notifier;
 
   TuneAllocatorForFrames();
-  StatusOr<std::vector<WorkerSlot>> workers = CreateWorkers(c, cl->test_fault_every);
+  StatusOr<std::vector<std::unique_ptr<Worker>>> workers = CreateWorkers(c, cl->test_fault_every);
   if (!workers.ok()) {
     spdlog::error("{}", workers.status().ToString());
     return 1;

@@ -44,6 +44,7 @@ class CpuWorker : public Worker {
   std::string Describe() const override {
     return "cpu (" + std::to_string(encoder_.threads()) + " threads)";
   }
+  WorkerInfo Info() const override { return WorkerInfo{}; }
 
   Status Submit(FrameRequest request) override {
     RETURN_IF_ERROR(ValidateRequest(request, options_));

@@ -46,10 +46,10 @@ constexpr int kInFlightPerSlot = 2;
 
 class GpuWorker : public Worker {
  public:
-  GpuWorker(int device, const WorkerOptions& options, const std::string& name)
-      : device_(device),
+  GpuWorker(const GpuDeviceInfo& device, const WorkerOptions& options)
+      : device_(device.index),
         options_(options),
-        name_(name),
+        info_{WorkerKind::kGpu, GpuBackendName(), device.index, device.name, device.total_memory},
         pool_(options.slots),
         in_flight_(kInFlightPerSlot * options.slots),
         slots_(options.slots),
@@ -99,7 +99,8 @@ class GpuWorker : public Worker {
     return OkStatus();
   }
 
-  std::string Describe() const override { return "gpu " + std::to_string(device_) + ": " + name_; }
+  std::string Describe() const override { return "gpu " + std::to_string(device_) + ": " + info_.device_name; }
+  WorkerInfo Info() const override { return info_; }
 
   Status Submit(FrameRequest request) override {
     RETURN_IF_ERROR(ValidateRequest(request, options_));
@@ -355,7 +356,7 @@ class GpuWorker : public Worker {
 
   const int device_;
   const WorkerOptions options_;
-  const std::string name_;
+  const WorkerInfo info_;
   GpuStreams streams_;
   Event reference_;  // stage timing: time zero of FrameTimes' GPU intervals
   GpuCounters counters_;
@@ -390,7 +391,7 @@ StatusOr<std::unique_ptr<Worker>> MakeGpuWorker(int device, const WorkerOptions&
     return Unavailable(probe.devices.empty() ? probe.unavailable_reason
                                              : "no GPU with index " + std::to_string(device));
   }
-  auto worker = std::make_unique<GpuWorker>(device, options, probe.devices[device].name);
+  auto worker = std::make_unique<GpuWorker>(probe.devices[device], options);
   RETURN_IF_ERROR(worker->Init());
   return std::unique_ptr<Worker>(std::move(worker));
 }

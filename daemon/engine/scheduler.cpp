@@ -38,7 +38,11 @@ int Lane::queued() const {
 
 Worker& Lane::worker() const { return *scheduler_->workers_[worker_index_].worker; }
 
-Scheduler::Scheduler(std::vector<WorkerSlot> workers) : workers_(std::move(workers)), per_worker_(workers_.size()) {
+Scheduler::Scheduler(std::vector<std::unique_ptr<Worker>> workers) : per_worker_(workers.size()) {
+  for (std::unique_ptr<Worker>& w : workers) {
+    WorkerInfo info = w->Info();
+    workers_.push_back({std::move(w), std::move(info)});
+  }
   for (int i = 0; i < num_workers(); ++i) dispatchers_.emplace_back([this, i] { DispatchLoop(i); });
 }
 
@@ -61,7 +65,7 @@ std::shared_ptr<Lane> Scheduler::Attach(int capacity) {
     PerWorker& pw = per_worker_[i];
     pw.lanes.erase(std::remove_if(pw.lanes.begin(), pw.lanes.end(), [](const auto& l) { return l.expired(); }),
                    pw.lanes.end());
-    const bool gpu = workers_[i].backend != "cpu";
+    const bool gpu = workers_[i].info.is_gpu();
     const size_t n = pw.lanes.size();
     if (best < 0 || (gpu && !best_gpu) || (gpu == best_gpu && n < best_lanes)) {
       best = i;

@@ -21,10 +21,7 @@ namespace conveyor {
 
 struct WorkerSlot {
   std::unique_ptr<Worker> worker;
-  std::string backend;              // "cpu", "hip-amd", "hip-nvidia"
-  std::string device;               // device name; empty for the CPU
-  uint64_t device_memory_bytes = 0;
-  int device_index = -1;            // the GPU's runtime index; -1 for the CPU
+  WorkerInfo info;  // worker->Info(), read once
 };
 
 class Scheduler;
@@ -58,7 +55,7 @@ class Lane {
 
 class Scheduler {
  public:
-  explicit Scheduler(std::vector<WorkerSlot> workers);
+  explicit Scheduler(std::vector<std::unique_ptr<Worker>> workers);
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;

@@ -197,12 +197,26 @@ struct WorkerStats {
   double overlap_ratio = 0;
 };
 
+// What a worker is, in the one vocabulary that the API (WorkerStatus, Started), the
+// metrics and the logs use. Code above the engine asks this, never a name.
+enum class WorkerKind { kCpu, kGpu };
+struct WorkerInfo {
+  WorkerKind kind = WorkerKind::kCpu;
+  std::string backend = "cpu";       // "cpu", or GpuBackendName(): "hip-nvidia", "hip-amd"
+  int device = -1;                   // the GPU's runtime index; -1 for the CPU
+  std::string device_name;           // empty for the CPU
+  uint64_t device_memory_bytes = 0;  // total; 0 for the CPU
+  bool is_gpu() const { return kind == WorkerKind::kGpu; }
+};
+
 class Worker {
  public:
   virtual ~Worker() = default;
 
   // "cpu (16 threads)" or "gpu 0: NVIDIA H200".
   virtual std::string Describe() const = 0;
+  // Fixed for the worker's life.
+  virtual WorkerInfo Info() const = 0;
 
   // Copies the frame into a free slot and queues it; blocks while every slot is busy, or
   // (GPU worker) while it holds twice as many frames as it has slots (finished frames

@@ -29,9 +29,9 @@ grpc::ServerUnaryReactor* TranscoderService::GetServerStatus(grpc::CallbackServe
     const Scheduler::WorkerLoad load = scheduler.Load(i);
     v1::WorkerStatus* out = response->add_workers();
     out->set_name(w.worker->Describe());
-    out->set_backend(w.backend);
-    out->set_device(w.device);
-    out->set_device_memory_bytes(w.device_memory_bytes);
+    out->set_backend(w.info.backend);
+    out->set_device(w.info.device_name);
+    out->set_device_memory_bytes(w.info.device_memory_bytes);
     out->set_device_memory_used_bytes(st.device_bytes);
     out->set_pinned_bytes(st.pinned_bytes);
     out->set_sessions(load.lanes);

@@ -8,7 +8,7 @@
 namespace conveyor {
 
 std::string Observability::DeviceLabel(const WorkerSlot& w) {
-  return w.device_index < 0 ? "cpu" : "gpu" + std::to_string(w.device_index);
+  return w.info.is_gpu() ? "gpu" + std::to_string(w.info.device) : "cpu";
 }
 
 StatusOr<std::unique_ptr<Observability>> Observability::Create(Scheduler* scheduler, const std::string& version,

@@ -24,19 +24,19 @@ int64_t NowNs() {
 }  // namespace
 
 Session::Session(std::string id, std::string owner, Job job, SessionOptions options, std::shared_ptr<Lane> lane,
-                 std::string worker_name, std::string backend)
+                 std::string worker_name, WorkerInfo worker)
     : id_(std::move(id)),
       owner_(std::move(owner)),
       job_(std::move(job)),
       options_(options),
       lane_(std::move(lane)),
       worker_name_(std::move(worker_name)),
-      backend_(std::move(backend)),
+      worker_(std::move(worker)),
       bytes_(options.input_bytes, [this] {
         std::lock_guard<std::recursive_mutex> lock(sink_mu_);
         if (sink_ != nullptr && !closed_) sink_->ResumeReading();
       }),
-      meter_(options.metrics, lane_->worker_index(), backend_ != "cpu") {
+      meter_(options.metrics, lane_->worker_index(), worker_.is_gpu()) {
   Touch();
 }
 

@@ -76,7 +76,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // `owner`: who started the session (the rpc layer's caller identity; "" without token
   // auth). Fixed at construction so List and Cancel never see a session without one.
   Session(std::string id, std::string owner, Job job, SessionOptions options, std::shared_ptr<Lane> lane,
-          std::string worker_name, std::string backend);
+          std::string worker_name, WorkerInfo worker);
   ~Session();
 
   // Starts the pipeline thread; responses go to `sink` until DetachSink().
@@ -161,7 +161,8 @@ class Session : public std::enable_shared_from_this<Session> {
   const Job job_;
   const SessionOptions options_;
   const std::shared_ptr<Lane> lane_;
-  const std::string worker_name_, backend_;
+  const std::string worker_name_;
+  const WorkerInfo worker_;
   const std::chrono::system_clock::time_point started_wall_ = std::chrono::system_clock::now();
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 

@@ -93,10 +93,10 @@ StatusOr<std::shared_ptr<Session>> SessionManager::Create(const v1::JobSpec& spe
   const WorkerSlot& w = scheduler_->worker(lane->worker_index());
   // A GPU worker uploads frames assembled in registered memory without copying them
   // first; the CPU worker reads any memory in place, so it gains nothing from it.
-  if (w.backend != "cpu" && !job.container_input && job.shared_memory_slots == 0) options.pinned_input = pinned_input_;
+  if (w.info.is_gpu() && !job.container_input && job.shared_memory_slots == 0) options.pinned_input = pinned_input_;
   std::string id = NewSessionId();
   auto session = std::make_shared<Session>(id, std::move(owner), std::move(job), options, std::move(lane),
-                                           w.worker->Describe(), w.backend);
+                                           w.worker->Describe(), w.info);
   if (!attach_key.empty()) session->EnableSharedMemory(shared_memory_socket, std::move(attach_key));
   sessions_.emplace(id, session);
   ++created_;

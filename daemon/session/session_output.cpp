@@ -24,7 +24,7 @@ Status Session::BeginOutput(int width, int height, int rate_num, int rate_den, i
   v1::Started* started = r.mutable_started();
   started->set_session_id(id_);
   started->set_worker(worker_name_);
-  started->set_backend(backend_);
+  started->set_backend(worker_.backend);
   started->mutable_time_base()->set_num(tb_num);
   started->mutable_time_base()->set_den(tb_den);
   started->set_source_width(width);

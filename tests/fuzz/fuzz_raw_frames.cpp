@@ -113,9 +113,8 @@ conveyor::SessionManager& Manager() {
     wo.cpu_threads = 1;
     wo.max_width = kMaxSide;
     wo.max_height = kMaxSide;
-    std::vector<conveyor::WorkerSlot> workers(1);
-    workers[0].worker = conveyor::MakeCpuWorker(wo);
-    workers[0].backend = "cpu";
+    std::vector<std::unique_ptr<conveyor::Worker>> workers;
+    workers.push_back(conveyor::MakeCpuWorker(wo));
     return new conveyor::Scheduler(std::move(workers));
   }();
   static conveyor::SessionManager* manager = [] {

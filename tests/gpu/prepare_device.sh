@@ -7,7 +7,8 @@
 #   .device/media  1080p and 4K noisy testsrc2 frames made with ffmpeg's lavfi
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-grep -qx '/.device/' .git/info/exclude 2>/dev/null || echo '/.device/' >> .git/info/exclude
+exclude=$(git rev-parse --git-path info/exclude)
+grep -qx '/.device/' "$exclude" 2>/dev/null || echo '/.device/' >> "$exclude"
 cmake -S . -B build/nvidia -G Ninja -DCONVEYOR_GPU=nvidia -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build/nvidia --target unit_tests gpu_encoder_test gpu_scale_test worker_test conveyor-bench \
   conveyor-doctor doctor_tests

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,9 +18,13 @@ namespace conveyor::session_test {
 
 class RegistrationCountingWorker : public Worker {
  public:
-  explicit RegistrationCountingWorker(std::unique_ptr<Worker> inner) : inner_(std::move(inner)) {}
+  // `info`: what it says it is (a GPU's, for the session manager to lend it registered
+  // memory); none: the inner worker's.
+  explicit RegistrationCountingWorker(std::unique_ptr<Worker> inner, std::optional<WorkerInfo> info = std::nullopt)
+      : inner_(std::move(inner)), info_(info ? *info : inner_->Info()) {}
 
   std::string Describe() const override { return inner_->Describe(); }
+  WorkerInfo Info() const override { return info_; }
   Status Submit(FrameRequest request) override {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -73,6 +78,7 @@ class RegistrationCountingWorker : public Worker {
   }
 
   std::unique_ptr<Worker> inner_;
+  const WorkerInfo info_;
   mutable std::mutex mu_;
   std::vector<Range> live_;
   int registrations_ = 0, frames_ = 0, frames_in_registered_ = 0;

@@ -126,10 +126,11 @@ struct EngineOptions {
   int worker_slots = 4;
   SessionOptions session;
   std::function<Status(const std::string& call)> worker_fault;  // the CPU worker's test hook
-  // The CPU worker behind a RegistrationCountingWorker, under this backend name ("cpu",
-  // or a GPU's, to which the manager lends registered memory for assembling frames).
+  // The CPU worker behind a RegistrationCountingWorker, which says it is the CPU worker or,
+  // with `as_gpu`, a GPU worker (to which the manager lends registered memory for
+  // assembling frames).
   bool count_registrations = false;
-  std::string backend = "cpu";
+  bool as_gpu = false;
 };
 
 SessionOptions TestSessionOptions() {
@@ -149,16 +150,18 @@ class Engine {
     wo.max_width = 640;
     wo.max_height = 480;
     wo.test_fault = options.worker_fault;
-    std::vector<WorkerSlot> workers;
+    std::vector<std::unique_ptr<Worker>> workers;
     std::unique_ptr<Worker> worker = MakeCpuWorker(wo);
     if (options.count_registrations) {
-      auto counting = std::make_unique<RegistrationCountingWorker>(std::move(worker));
+      std::optional<WorkerInfo> info;
+      if (options.as_gpu) info = WorkerInfo{WorkerKind::kGpu, "hip-nvidia", 0, "test gpu", 0};
+      auto counting = std::make_unique<RegistrationCountingWorker>(std::move(worker), info);
       counting_ = counting.get();
       worker = std::move(counting);
     }
-    workers.push_back({std::move(worker), options.backend, "", 0});
+    workers.push_back(std::move(worker));
     scheduler_ = std::make_unique<Scheduler>(std::move(workers));
-    StatusOr<metrics::DaemonMetrics> dm = metrics::DaemonMetrics::Create(registry_, {"test", "off"});
+    StatusOr<metrics::DaemonMetrics> dm = metrics::DaemonMetrics::Create(registry_, {"test", "none"});
     EXPECT_TRUE(dm.ok()) << dm.status().ToString();
     if (dm.ok()) {
       daemon_metrics_ = std::make_unique<metrics::DaemonMetrics>(std::move(dm).value());
@@ -652,7 +655,7 @@ TEST_F(SessionTest, JpegsInSharedSlotsAreTheEncodersAndEverySlotGoesBack) {
 TEST(SessionAssembly, FramesInMessagesAreAssembledInRegisteredBuffers) {
   EngineOptions options{4, TestSessionOptions()};
   options.count_registrations = true;
-  options.backend = "hip-nvidia";
+  options.as_gpu = true;
   Engine engine(options);
   RegistrationCountingWorker& w = *engine.counting();
   uint64_t ring_bytes = 0;
@@ -682,7 +685,7 @@ TEST(SessionAssembly, NoRegisteredBuffersOnTheCpuWorkerOrPastTheBudget) {
     SCOPED_TRACE(cpu ? "cpu worker" : "a budget too small for one ring");
     EngineOptions options{4, TestSessionOptions()};
     options.count_registrations = true;
-    options.backend = cpu ? "cpu" : "hip-nvidia";
+    options.as_gpu = !cpu;
     if (!cpu) options.session.pinned_input_bytes = 160 * 120 * 3 / 2;
     Engine engine(options);
     RunRawStream(engine, 160, 120, 12);

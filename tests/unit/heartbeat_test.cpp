@@ -59,9 +59,9 @@ TEST(Heartbeat, SchedulerNamesAStuckWorker) {
   const double max_stale_s = std::chrono::duration<double>(kHeartbeatPeriod).count() + 0.5;
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
-  std::vector<WorkerSlot> slots;
-  slots.push_back({MakeCpuWorker(WorkerOptions{}), "cpu", "", 0});
-  Worker* worker = slots[0].worker.get();
+  std::vector<std::unique_ptr<Worker>> slots;
+  slots.push_back(MakeCpuWorker(WorkerOptions{}));
+  Worker* worker = slots[0].get();
   Scheduler scheduler(std::move(slots));
   EXPECT_TRUE(scheduler.CheckWorkersAlive(max_stale_s).ok());
   std::vector<uint8_t> pixels(16 * 16 * 3 / 2, 128);

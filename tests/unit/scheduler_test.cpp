@@ -11,11 +11,17 @@
 namespace conveyor {
 namespace {
 
+WorkerInfo GpuInfo(int device, const std::string& name) {
+  return WorkerInfo{WorkerKind::kGpu, "hip-nvidia", device, name, 1};
+}
+
 // Records request ids in submission order. While `gate` is closed, Submit blocks, as a
-// real worker does when every slot is busy.
+// real worker does when every slot is busy. A CPU worker unless given a GPU's info.
 class RecordingWorker : public Worker {
  public:
+  explicit RecordingWorker(WorkerInfo info = {}) : info_(std::move(info)) {}
   std::string Describe() const override { return "recording"; }
+  WorkerInfo Info() const override { return info_; }
   Status Submit(FrameRequest request) override {
     std::unique_lock<std::mutex> lock(mu_);
     entered_++;
@@ -49,6 +55,7 @@ class RecordingWorker : public Worker {
   }
 
  private:
+  const WorkerInfo info_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool open_ = false;
@@ -65,8 +72,8 @@ FrameRequest Frame(uint64_t id) {
 TEST(Scheduler, SessionsOfOneWorkerTakeTurnsFrameByFrame) {
   auto worker = std::make_unique<RecordingWorker>();
   RecordingWorker* w = worker.get();
-  std::vector<WorkerSlot> slots;
-  slots.push_back({std::move(worker), "cpu", "", 0});
+  std::vector<std::unique_ptr<Worker>> slots;
+  slots.push_back(std::move(worker));
   Scheduler scheduler(std::move(slots));
   auto heavy = scheduler.Attach(8);
   auto light = scheduler.Attach(8);
@@ -82,10 +89,10 @@ TEST(Scheduler, SessionsOfOneWorkerTakeTurnsFrameByFrame) {
 }
 
 TEST(Scheduler, PlacesOnGpusFirstThenOnTheLeastLoaded) {
-  std::vector<WorkerSlot> slots;
-  slots.push_back({std::make_unique<RecordingWorker>(), "cpu", "", 0});
-  slots.push_back({std::make_unique<RecordingWorker>(), "hip-nvidia", "gpu a", 1});
-  slots.push_back({std::make_unique<RecordingWorker>(), "hip-nvidia", "gpu b", 1});
+  std::vector<std::unique_ptr<Worker>> slots;
+  slots.push_back(std::make_unique<RecordingWorker>());
+  slots.push_back(std::make_unique<RecordingWorker>(GpuInfo(0, "gpu a")));
+  slots.push_back(std::make_unique<RecordingWorker>(GpuInfo(1, "gpu b")));
   Scheduler scheduler(std::move(slots));
   auto a = scheduler.Attach(2);
   auto b = scheduler.Attach(2);
@@ -101,8 +108,8 @@ TEST(Scheduler, PlacesOnGpusFirstThenOnTheLeastLoaded) {
 TEST(Scheduler, ALaneBlocksAtItsCapacityAndCancelReleasesIt) {
   auto worker = std::make_unique<RecordingWorker>();
   RecordingWorker* w = worker.get();
-  std::vector<WorkerSlot> slots;
-  slots.push_back({std::move(worker), "cpu", "", 0});
+  std::vector<std::unique_ptr<Worker>> slots;
+  slots.push_back(std::move(worker));
   Scheduler scheduler(std::move(slots));
   auto lane = scheduler.Attach(2);
   ASSERT_TRUE(lane->Submit(Frame(1)).ok());

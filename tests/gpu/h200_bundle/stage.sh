@@ -7,7 +7,8 @@
 # Then, on the GPU host, with .h200 in the working tree: bash .h200/run.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."  # the repository root
-grep -qx '/.h200/' .git/info/exclude 2>/dev/null || echo '/.h200/' >> .git/info/exclude
+exclude=$(git rev-parse --git-path info/exclude)
+grep -qx '/.h200/' "$exclude" 2>/dev/null || echo '/.h200/' >> "$exclude"
 cmake -S . -B build/nvidia -G Ninja -DCONVEYOR_GPU=nvidia -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build/nvidia --target bundle conveyor-bench-daemon conveyor-bench-libav-mjpeg
 rm -rf .h200 && mkdir -p .h200/stage

@@ -6,7 +6,8 @@
 # Then, on the GPU host, with .h200soak in the working tree: bash .h200soak/run_soak.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."  # the repository root
-grep -qx '/.h200soak/' .git/info/exclude 2>/dev/null || echo '/.h200soak/' >> .git/info/exclude
+exclude=$(git rev-parse --git-path info/exclude)
+grep -qx '/.h200soak/' "$exclude" 2>/dev/null || echo '/.h200soak/' >> "$exclude"
 cmake -S . -B build/nvidia -G Ninja -DCONVEYOR_GPU=nvidia -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build/nvidia --target bundle soak_tests
 rm -rf .h200soak && mkdir -p .h200soak/stage

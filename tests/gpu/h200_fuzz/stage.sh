@@ -11,7 +11,8 @@ target=$1
 corpus=${2:-tests/fuzz/corpus/$target}
 bin=build/fuzz/tests/fuzz/$target
 [[ -x $bin ]] || { echo "stage: no $bin; run tests/fuzz/run_fuzzers.sh 1 $target first" >&2; exit 1; }
-grep -qx '/.h200fuzz/' .git/info/exclude 2>/dev/null || echo '/.h200fuzz/' >> .git/info/exclude
+exclude=$(git rev-parse --git-path info/exclude)
+grep -qx '/.h200fuzz/' "$exclude" 2>/dev/null || echo '/.h200fuzz/' >> "$exclude"
 rm -rf .h200fuzz && mkdir -p .h200fuzz/lib
 strip --strip-debug -o ".h200fuzz/$target" "$bin"
 echo "$target" > .h200fuzz/target

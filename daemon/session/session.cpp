@@ -47,7 +47,9 @@ void Session::Start(SessionSink* sink) {
     std::lock_guard<std::recursive_mutex> lock(sink_mu_);
     sink_ = sink;
   }
-  // The thread holds the session alive until the pipeline has ended.
+  // Run() joins the output thread, and the pipeline thread holds the session alive until
+  // the pipeline has ended.
+  output_thread_ = std::thread([this] { OutputLoop(); });
   std::thread([self = shared_from_this()] { self->Run(); }).detach();
 }
 
@@ -140,6 +142,7 @@ void Session::Run() {
     std::lock_guard<std::mutex> lock(state_mu_);
     s = failure_;  // the first failure explains the session's end
   }
+  StopOutput();  // every frame is written, or the worker is past its return timeout
   if (s.ok()) {
     spdlog::info("session {}: done, {} frames in, {} out", id_, frames_in_.load(), frames_out_.load());
   } else {

@@ -1,7 +1,8 @@
 // One Transcode stream's pipeline, between the rpc reactor and the scheduler:
 //   container bytes -> ByteQueue -> ContainerDecoder -> FrameConverter ┐
 //   raw frame chunks -> RawFrames queue ───────────────────────────────┴-> Lane (worker)
-//   worker on_done -> JPEG packets or ContainerMuxer chunks -> SessionSink (the reactor)
+//   worker on_done -> output queue -> output thread: JPEG packets or ContainerMuxer
+//   chunks -> SessionSink (the reactor)
 // Input is bounded (the byte queue, the raw frame queue, the lane) and so is output
 // (the session stops submitting while too many encoded bytes wait for the client), so a
 // session holds at most queue frames x frame size plus the output bound.
@@ -144,7 +145,21 @@ class Session : public std::enable_shared_from_this<Session> {
                      AVRational audio_time_base);
   Status SubmitFrame(const FrameView& view, int64_t pts, std::shared_ptr<void> keepalive,
                      std::function<void()> on_input_released = nullptr);
+  // A frame the worker handed over (on its thread): queued for the output thread, so the
+  // worker's hand-over never runs this session's muxing or message building.
   void OnFrameDone(int64_t pts, FrameResult&& result);
+  struct DoneFrame {
+    int64_t pts = 0;
+    FrameResult result;
+    std::chrono::steady_clock::time_point handed_over;
+  };
+  // The output thread: writes each frame handed over (WriteFrame), in order, until
+  // StopOutput() and the queue is empty.
+  void OutputLoop();
+  void WriteFrame(DoneFrame& frame);
+  void StopOutput();
+  // A frame is finished with: written, or dropped after a failure.
+  void FrameCompleted();
   // Sends rendition `rendition` of frame `index`: into a free shared JPEG slot when the
   // job has them and it fits, else in OutputPacket.data messages.
   void SendJpeg(uint32_t rendition, uint64_t index, int64_t pts, const JpegBytes& jpeg);
@@ -200,7 +215,14 @@ class Session : public std::enable_shared_from_this<Session> {
 
   std::vector<Rendition> renditions_;
   std::vector<std::unique_ptr<media::ContainerMuxer>> muxers_;
-  std::mutex mux_mu_;  // muxers are written by the delivery thread (video) and Run (audio)
+  std::mutex mux_mu_;  // muxers are written by the output thread (video) and Run (audio)
+
+  std::mutex output_mu_;
+  std::condition_variable output_cv_;
+  std::deque<DoneFrame> output_queue_;  // bounded by the frames submitted and not completed
+  bool output_stopping_ = false;
+  bool output_stopped_ = false;  // later frames are dropped, and counted, where they arrive
+  std::thread output_thread_;    // started by Start(), joined by Run()
 
   // Completion tracking and output backpressure.
   mutable std::mutex state_mu_;
@@ -214,7 +236,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::atomic<uint64_t> frames_in_{0}, frames_out_{0}, bytes_in_{0}, bytes_out_{0};
   std::atomic<int64_t> last_activity_ns_{0};
   std::chrono::steady_clock::time_point last_progress_ = std::chrono::steady_clock::now();
-  // Delivery thread only. handover: from the worker's finished encode to this session's
+  // Output thread only. handover: from the worker's finished encode to this session's
   // OnFrameDone (the worker's delivery hop).
   double encode_seconds_ = 0, queue_seconds_ = 0, handover_seconds_ = 0;
   double decode_seconds_ = 0;                       // pipeline thread only

@@ -111,7 +111,57 @@ Status Session::SubmitFrame(const FrameView& view, int64_t pts, std::shared_ptr<
 }
 
 void Session::OnFrameDone(int64_t pts, FrameResult&& result) {
-  const auto handover_start = std::chrono::steady_clock::now();
+  DoneFrame frame{pts, std::move(result), std::chrono::steady_clock::now()};
+  {
+    std::lock_guard<std::mutex> lock(output_mu_);
+    if (!output_stopped_) {
+      output_queue_.push_back(std::move(frame));
+      output_cv_.notify_one();
+      return;
+    }
+  }
+  // The session has ended without this frame (it failed, and the worker was slow to
+  // return it): nothing is sent any more, the frame only counts as returned.
+  FrameCompleted();
+}
+
+void Session::OutputLoop() {
+  std::unique_lock<std::mutex> lock(output_mu_);
+  for (;;) {
+    output_cv_.wait(lock, [&] { return output_stopping_ || !output_queue_.empty(); });
+    if (output_queue_.empty()) break;
+    DoneFrame frame = std::move(output_queue_.front());
+    output_queue_.pop_front();
+    lock.unlock();
+    WriteFrame(frame);
+    frame = DoneFrame{};  // gives lent readback memory back before waiting again
+    lock.lock();
+  }
+  output_stopped_ = true;
+}
+
+void Session::StopOutput() {
+  {
+    std::lock_guard<std::mutex> lock(output_mu_);
+    output_stopping_ = true;
+  }
+  output_cv_.notify_one();
+  if (output_thread_.joinable()) output_thread_.join();
+  std::lock_guard<std::mutex> lock(output_mu_);
+  output_stopped_ = true;  // also when Start() never ran
+}
+
+void Session::FrameCompleted() {
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    ++completed_;
+  }
+  state_cv_.notify_all();
+}
+
+void Session::WriteFrame(DoneFrame& frame) {
+  const int64_t pts = frame.pts;
+  FrameResult& result = frame.result;
   Touch();
   bool ok = result.status.ok();
   {
@@ -146,7 +196,7 @@ void Session::OnFrameDone(int64_t pts, FrameResult&& result) {
       frames_out_++;
       meter_.FrameDone(result);
       encode_seconds_ += std::chrono::duration<double>(result.times.done - result.times.started).count();
-      handover_seconds_ += std::chrono::duration<double>(handover_start - result.times.done).count();
+      handover_seconds_ += std::chrono::duration<double>(frame.handed_over - result.times.done).count();
       queue_seconds_ += std::chrono::duration<double>(result.times.started - result.times.submitted).count();
       const auto now = std::chrono::steady_clock::now();
       if (now - last_progress_ >= std::chrono::seconds(1)) {
@@ -159,11 +209,7 @@ void Session::OnFrameDone(int64_t pts, FrameResult&& result) {
       }
     }
   }
-  {
-    std::lock_guard<std::mutex> lock(state_mu_);
-    ++completed_;
-  }
-  state_cv_.notify_all();
+  FrameCompleted();
 }
 
 void Session::SendJpeg(uint32_t rendition, uint64_t index, int64_t pts, const JpegBytes& jpeg) {

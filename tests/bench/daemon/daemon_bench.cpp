@@ -50,6 +50,7 @@ struct Options {
   bool lockstep = false;  // raw: one frame in flight per session (gRPC overhead)
   int shared_memory_slots = 0;  // raw: frames through shared memory instead of messages
   int shared_output_slots = 0;  // JPEGs through the daemon's shared memory instead of messages
+  std::string container;        // mkv | mov | avi: one muxed stream back instead of JPEG frames
   int ffmpeg_threads = 0;
   std::string reference = "auto";  // auto | ffmpeg | libav | none
   std::string reference_bin;       // libav: the conveyor-bench-libav-mjpeg binary
@@ -137,7 +138,13 @@ SessionResult RunSession(v1::Transcoder::Stub* stub, const Options& o, const std
       s->mutable_container();
     }
     s->add_renditions()->set_quality(o.quality);
-    s->mutable_output()->mutable_frames()->set_shared_memory_slots(static_cast<uint32_t>(o.shared_output_slots));
+    if (o.container.empty()) {
+      s->mutable_output()->mutable_frames()->set_shared_memory_slots(static_cast<uint32_t>(o.shared_output_slots));
+    } else {
+      s->mutable_output()->mutable_container()->set_format(o.container == "mov"   ? v1::CONTAINER_FORMAT_MOV
+                                                           : o.container == "avi" ? v1::CONTAINER_FORMAT_AVI
+                                                                                  : v1::CONTAINER_FORMAT_MATROSKA);
+    }
     if (!stream->Write(spec)) return;
     if (raw_w == 0) {
       const bool releases = o.shared_output_slots > 0;
@@ -266,7 +273,10 @@ SessionResult RunSession(v1::Transcoder::Stub* stub, const Options& o, const std
       }
       res.frames++;
       received = res.frames;
+    } else if (r.has_container_chunk()) {
+      res.bytes += r.container_chunk().data().size();
     } else if (r.has_summary()) {
+      if (!o.container.empty()) res.frames = r.summary().frames_out();  // a muxed stream has no frame boundaries
       for (const auto& st : r.summary().stages()) {
         if (st.stage() == "encode") res.encode_s = st.seconds();
         if (st.stage() == "queue") res.queue_s = st.seconds();
@@ -518,11 +528,13 @@ int Run(const Options& o) {
     if (again.fps > best.fps) best = again;
   }
 
-  std::printf("conveyor-bench-daemon  %s, %d session(s), q%d, %s input, worker %s\n", o.input.c_str(), o.sessions,
-              o.quality, raw_w ? ("raw " + o.raw_size + (o.lockstep ? " lockstep" : "") +
-                        (o.shared_memory_slots > 0 ? " shared-memory" : "") +
-                        (o.shared_output_slots > 0 ? ", JPEGs in shared memory" : "")).c_str()
-                     : "container", worker.c_str());
+  std::printf("conveyor-bench-daemon  %s, %d session(s), q%d, %s input, %s output, worker %s\n", o.input.c_str(),
+              o.sessions, o.quality,
+              raw_w ? ("raw " + o.raw_size + (o.lockstep ? " lockstep" : "") +
+                       (o.shared_memory_slots > 0 ? " shared-memory" : "") +
+                       (o.shared_output_slots > 0 ? ", JPEGs in shared memory" : "")).c_str()
+                    : "container",
+              o.container.empty() ? "JPEG frames" : o.container.c_str(), worker.c_str());
   std::printf("%-34s %10s %14s %12s %12s\n", "", "frames/s", "bytes/frame", "lat p50", "lat p99");
   std::printf("%-34s %10.1f %14.0f %10.2fms %10.2fms\n", "conveyord (gRPC, end to end)", fps, our_bpf,
               Percentile(lat, 0.5) * 1e3, Percentile(lat, 0.99) * 1e3);
@@ -539,9 +551,11 @@ int Run(const Options& o) {
   } else {
     std::printf("reference: none (no ffmpeg on this host and no --reference-bin), so the ratio prints as 0\n");
   }
-  std::printf("ratio to ffmpeg: %.2fx; time to first frame p50 %.1f ms; daemon RSS idle %.1f MiB, peak %.1f MiB\n",
-              best.fps > 0 ? fps / best.fps : 0, Percentile(first, 0.5) * 1e3, rss_idle / 1048576.0,
-              rss_peak / 1048576.0);
+  // A muxed stream has no frame boundaries, so no first frame to time.
+  char first_frame[32] = "n/a";
+  if (o.container.empty()) std::snprintf(first_frame, sizeof(first_frame), "%.1f ms", Percentile(first, 0.5) * 1e3);
+  std::printf("ratio to ffmpeg: %.2fx; time to first frame p50 %s; daemon RSS idle %.1f MiB, peak %.1f MiB\n",
+              best.fps > 0 ? fps / best.fps : 0, first_frame, rss_idle / 1048576.0, rss_peak / 1048576.0);
   const double cpu_ms_per_frame = frames > 0 ? 1e3 * cpu_used / frames : 0;
   const double client_cpu_ms_per_frame = frames > 0 ? 1e3 * client_cpu_used / frames : 0;
   std::printf("daemon CPU: %.2f ms a frame (user + system, all threads, over the timed sessions)\n", cpu_ms_per_frame);
@@ -618,6 +632,8 @@ int main(int argc, char** argv) {
   app.add_option("--shared-output", o.shared_output_slots,
                  "JPEGs through this many of the daemon's shared-memory slots "
                  "(JpegFramesOutput.shared_memory_slots) instead of in messages");
+  app.add_option("--container", o.container, "mkv, mov or avi: the frames come back muxed (one rendition), not as JPEGs")
+      ->check(CLI::IsMember({"mkv", "mov", "avi"}));
   app.add_option("--raw-file", o.raw_file, "Raw: yuv420p frames of --raw WxH already decoded (no ffmpeg needed)");
   app.add_option("--ffmpeg-threads", o.ffmpeg_threads, "ffmpeg -threads (0: its default)");
   app.add_option("--reference", o.reference,

@@ -559,6 +559,11 @@ int Run(const Options& o) {
   const double cpu_ms_per_frame = frames > 0 ? 1e3 * cpu_used / frames : 0;
   const double client_cpu_ms_per_frame = frames > 0 ? 1e3 * client_cpu_used / frames : 0;
   std::printf("daemon CPU: %.2f ms a frame (user + system, all threads, over the timed sessions)\n", cpu_ms_per_frame);
+  if (frames > 0) {
+    std::printf("worker stages a frame (the sessions' Summary): queue %.3f ms, encode %.3f ms, worker -> session "
+                "hand-over %.3f ms\n",
+                1e3 * queue_s / frames, 1e3 * encode_s / frames, 1e3 * handover_s / frames);
+  }
   // Frames/s moves with whatever else the host runs; the CPU a frame costs much less, as
   // time given to other processes is not counted. With the cores busy on both sides, the
   // CPU ratio is what the frames/s ratio would be on a quiet host (less the idle time).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Two conveyord builds against each other on the GPU host, alternating run by run: the
 # bundle's own (a) and .h200/conveyord-b.xz (b), both on the bundle's libraries. Container
-# input; MKV output (the muxer on the output path) and JPEG frames; SESSIONS (8 32)
+# input; OUTPUTS (mkv jpeg: the muxer on the output path, JPEG frames); SESSIONS (8 32)
 # concurrent streams; ROUNDS (3) rounds.   bash .h200/run_output_ab.sh
 set -u
 cd "${BUNDLE_DIR:-.h200}"
@@ -13,7 +13,7 @@ for v in conveyord conveyord-b; do echo "$v: $("./$B/bin/$v" --version)"; done
 common=(--input n1080.mp4 --reference none --daemon-arg=--metrics-listen --daemon-arg=127.0.0.1:0)
 for i in $(seq "${ROUNDS:-3}"); do
   for s in ${SESSIONS:-8 32}; do
-    for out in mkv jpeg; do
+    for out in ${OUTPUTS:-mkv jpeg}; do
       extra=()
       [[ $out == mkv ]] && extra=(--container mkv)
       for v in a b; do

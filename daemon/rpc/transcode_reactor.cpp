@@ -56,7 +56,30 @@ void TranscodeReactor::OnReadDone(bool ok) {
 }
 
 void TranscodeReactor::ResumeReading() {
+  // Called on the session's thread (its decoder's read callback, or its raw queue freeing
+  // room), often with the session's locks held: only schedule the retry. One due retry
+  // covers any number of calls, since it offers whatever is kept when it runs.
+  std::lock_guard<std::mutex> lock(mu_);
+  if (done_ || resume_scheduled_) return;
+  resume_scheduled_ = true;
+  ++resumes_scheduled_;
+  resume_alarm_ = std::make_unique<grpc::Alarm>();
+  resume_alarm_->Set(gpr_now(GPR_CLOCK_MONOTONIC), [this](bool) { OnResume(); });
+}
+
+void TranscodeReactor::OnResume() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    resume_scheduled_ = false;  // a ResumeReading from now on schedules another
+  }
   if (input_->Resume()) ReadNext();
+  bool last;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --resumes_scheduled_;
+    last = DoneLocked();
+  }
+  if (last) delete this;
 }
 
 void TranscodeReactor::ReadNext() {
@@ -131,7 +154,13 @@ void TranscodeReactor::OnDone() {
     session_->DetachSink();
     manager_->Remove(session_->id());
   }
-  delete this;
+  bool last;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+    last = DoneLocked();
+  }
+  if (last) delete this;
 }
 
 }  // namespace conveyor

@@ -1,7 +1,8 @@
 // The Transcode stream's reactor (gRPC callback API): reads requests into the session
 // only while the session has room, so gRPC flow control pushes back on a fast client;
 // writes the session's responses one at a time, chaining the next from OnWriteDone. No
-// callback blocks.
+// callback blocks, and a call from the session (ResumeReading) only schedules work on a
+// gRPC thread, so nothing here re-enters the session on the session's own thread.
 #pragma once
 
 #include <deque>
@@ -9,6 +10,7 @@
 #include <mutex>
 #include <optional>
 
+#include <grpcpp/alarm.h>
 #include <grpcpp/grpcpp.h>
 
 #include "auth.h"
@@ -41,6 +43,10 @@ class TranscodeReactor final : public grpc::ServerBidiReactor<v1::TranscodeReque
  private:
   void ReadNext();                       // StartRead, unless the stream is ending
   void MaybeWriteLocked();
+  // The scheduled half of ResumeReading, on a gRPC thread: offers the kept message again.
+  void OnResume();
+  // OnDone has run and no resume is scheduled: the reactor may go.
+  bool DoneLocked() const { return done_ && resumes_scheduled_ == 0; }
 
   grpc::CallbackServerContext* const context_;
   SessionManager* const manager_;
@@ -57,6 +63,13 @@ class TranscodeReactor final : public grpc::ServerBidiReactor<v1::TranscodeReque
   std::optional<Status> close_status_;
   bool finished_ = false;
   bool reads_ended_ = false;             // a read failed: half-close or a broken stream
+
+  // ResumeReading's alarm (due at once; its callback runs OnResume). A new one each time, as
+  // an alarm cannot be set again while its callback may still run.
+  std::unique_ptr<grpc::Alarm> resume_alarm_;
+  bool resume_scheduled_ = false;        // an OnResume is due that has not started yet
+  int resumes_scheduled_ = 0;            // OnResume calls due or running
+  bool done_ = false;                    // OnDone ran; the last OnResume deletes the reactor
 };
 
 }  // namespace conveyor

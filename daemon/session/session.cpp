@@ -33,7 +33,7 @@ Session::Session(std::string id, std::string owner, Job job, SessionOptions opti
       worker_name_(std::move(worker_name)),
       worker_(std::move(worker)),
       bytes_(options.input_bytes, [this] {
-        std::lock_guard<std::recursive_mutex> lock(sink_mu_);
+        std::lock_guard<std::mutex> lock(sink_mu_);
         if (sink_ != nullptr && !closed_) sink_->ResumeReading();
       }),
       meter_(options.metrics, lane_->worker_index(), worker_.is_gpu()) {
@@ -44,7 +44,7 @@ Session::~Session() = default;
 
 void Session::Start(SessionSink* sink) {
   {
-    std::lock_guard<std::recursive_mutex> lock(sink_mu_);
+    std::lock_guard<std::mutex> lock(sink_mu_);
     sink_ = sink;
   }
   // Run() joins the output thread, and the pipeline thread holds the session alive until
@@ -54,12 +54,12 @@ void Session::Start(SessionSink* sink) {
 }
 
 void Session::DetachSink() {
-  std::lock_guard<std::recursive_mutex> lock(sink_mu_);
+  std::lock_guard<std::mutex> lock(sink_mu_);
   sink_ = nullptr;
 }
 
 void Session::AbortStream() {
-  std::lock_guard<std::recursive_mutex> lock(sink_mu_);
+  std::lock_guard<std::mutex> lock(sink_mu_);
   if (sink_ != nullptr) sink_->Abort();
 }
 
@@ -151,7 +151,7 @@ void Session::Run() {
   }
   Touch();  // the reaper's clock for a client that does not read the end restarts here
   {
-    std::lock_guard<std::recursive_mutex> lock(sink_mu_);
+    std::lock_guard<std::mutex> lock(sink_mu_);
     if (sink_ != nullptr && !closed_) sink_->Close(s);
     closed_ = true;
   }

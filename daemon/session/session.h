@@ -49,7 +49,9 @@ class SessionSink {
   virtual void Send(v1::TranscodeResponse response) = 0;
   // Ends the stream with `status` once every message sent before has been written.
   virtual void Close(Status status) = 0;
-  // The session has room for more input again (after a refused TryPush*).
+  // The session has room for more input again (after a refused TryPush*). Called on the
+  // session's threads with its locks held, so it only schedules: the refused message is
+  // offered again, and the next read started, on another thread, never inside this call.
   virtual void ResumeReading() = 0;
   // Ends the stream now, dropping what is not written yet: for a client that stopped
   // reading after the session had ended.
@@ -152,6 +154,7 @@ class Session : public std::enable_shared_from_this<Session> {
     int64_t pts = 0;
     FrameResult result;
     std::chrono::steady_clock::time_point handed_over;
+    size_t reserved_bytes = 0;  // its JPEG bytes, counted as unsent output while queued
   };
   // The output thread: writes each frame handed over (WriteFrame), in order, until
   // StopOutput() and the queue is empty.
@@ -160,6 +163,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void StopOutput();
   // A frame is finished with: written, or dropped after a failure.
   void FrameCompleted();
+  // Adds (or with a negative count, removes) bytes of output not yet written to the client.
+  void ReserveOutput(int64_t bytes);
   // Sends rendition `rendition` of frame `index`: into a free shared JPEG slot when the
   // job has them and it fits, else in OutputPacket.data messages.
   void SendJpeg(uint32_t rendition, uint64_t index, int64_t pts, const JpegBytes& jpeg);
@@ -181,7 +186,7 @@ class Session : public std::enable_shared_from_this<Session> {
   const std::chrono::system_clock::time_point started_wall_ = std::chrono::system_clock::now();
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 
-  std::recursive_mutex sink_mu_;  // recursive: a sink call may cancel the session, which calls back
+  std::mutex sink_mu_;  // sink_ and closed_; no sink call comes back into the session
   SessionSink* sink_ = nullptr;
   bool closed_ = false;
 

@@ -111,7 +111,11 @@ Status Session::SubmitFrame(const FrameView& view, int64_t pts, std::shared_ptr<
 }
 
 void Session::OnFrameDone(int64_t pts, FrameResult&& result) {
-  DoneFrame frame{pts, std::move(result), std::chrono::steady_clock::now()};
+  DoneFrame frame{pts, std::move(result), std::chrono::steady_clock::now(), 0};
+  // Its JPEGs count as output not yet written from now on, as they would once sent, so
+  // that the output bound holds back the next frame already (SubmitFrame).
+  for (const JpegBytes& jpeg : frame.result.jpeg) frame.reserved_bytes += jpeg.size();
+  ReserveOutput(frame.reserved_bytes);
   {
     std::lock_guard<std::mutex> lock(output_mu_);
     if (!output_stopped_) {
@@ -122,6 +126,7 @@ void Session::OnFrameDone(int64_t pts, FrameResult&& result) {
   }
   // The session has ended without this frame (it failed, and the worker was slow to
   // return it): nothing is sent any more, the frame only counts as returned.
+  ReserveOutput(-static_cast<int64_t>(frame.reserved_bytes));
   FrameCompleted();
 }
 
@@ -149,6 +154,12 @@ void Session::StopOutput() {
   if (output_thread_.joinable()) output_thread_.join();
   std::lock_guard<std::mutex> lock(output_mu_);
   output_stopped_ = true;  // also when Start() never ran
+}
+
+void Session::ReserveOutput(int64_t bytes) {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  unsent_bytes_ = bytes >= 0 ? unsent_bytes_ + static_cast<size_t>(bytes)
+                             : unsent_bytes_ - std::min(static_cast<size_t>(-bytes), unsent_bytes_);
 }
 
 void Session::FrameCompleted() {
@@ -209,6 +220,8 @@ void Session::WriteFrame(DoneFrame& frame) {
       }
     }
   }
+  // What it sent counts now (Send), so its reservation goes.
+  ReserveOutput(-static_cast<int64_t>(frame.reserved_bytes));
   FrameCompleted();
 }
 
@@ -278,7 +291,7 @@ void Session::Send(v1::TranscodeResponse response) {
     std::lock_guard<std::mutex> lock(state_mu_);
     unsent_bytes_ += payload_bytes;
   }
-  std::lock_guard<std::recursive_mutex> lock(sink_mu_);
+  std::lock_guard<std::mutex> lock(sink_mu_);
   if (sink_ != nullptr && !closed_) {
     sink_->Send(std::move(response));
     return;

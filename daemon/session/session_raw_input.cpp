@@ -209,7 +209,7 @@ Status Session::SubmitRawFrames() {
       raw_refused_ = false;
     }
     if (resume) {
-      std::lock_guard<std::recursive_mutex> lock(sink_mu_);
+      std::lock_guard<std::mutex> lock(sink_mu_);
       if (sink_ != nullptr && !closed_) sink_->ResumeReading();
     }
     meter_.FrameIn();

@@ -57,7 +57,9 @@ bool FakeReactor::HalfClose() {
 }
 
 void FakeReactor::ResumeReading() {
-  if (input_.Resume()) ReadNext();
+  std::lock_guard<std::mutex> lock(mu_);
+  resume_scheduled_ = true;
+  cv_.notify_all();
 }
 
 void FakeReactor::ReadNext() {
@@ -93,9 +95,17 @@ void FakeReactor::WriteLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     cv_.wait(lock, [&] {
-      return stopping_ || (!hold_writes_ && !outbox_.empty()) || (outbox_.empty() && close_status_ && !finished_);
+      return stopping_ || resume_scheduled_ || (!hold_writes_ && !outbox_.empty()) ||
+             (outbox_.empty() && close_status_ && !finished_);
     });
     if (stopping_) return;
+    if (resume_scheduled_) {
+      resume_scheduled_ = false;
+      lock.unlock();
+      if (input_.Resume()) ReadNext();
+      lock.lock();
+      continue;
+    }
     if (!outbox_.empty()) {
       written_.push_back(std::move(outbox_.front()));
       outbox_.pop_front();

@@ -1,7 +1,8 @@
 // A stand-in for the gRPC Transcode reactor (daemon/rpc/transcode_reactor.cpp) that
 // drives a Session with the same call pattern, minus gRPC: one read at a time through
 // the reactor's own SessionInput (a refused push parks the message until
-// ResumeReading), one write at a time with OnSent after it, the close status only once
+// ResumeReading, which only schedules the retry on the reactor's own thread, as the
+// reactor schedules it on a gRPC thread), one write at a time with OnSent after it, the close status only once
 // every sent message is written, DetachSink and Remove at the end (OnDone). Writes can
 // be held, which is a client that stopped reading.
 #pragma once
@@ -82,7 +83,9 @@ class FakeReactor : public SessionSink {
   bool finished_ = false;  // Finish: the close status went out after the outbox
   bool hold_writes_ = false;
   bool stopping_ = false;
-  std::thread writer_;  // gRPC's completion of each StartWrite, then OnWriteDone
+  bool resume_scheduled_ = false;  // ResumeReading came; the writer thread retries
+  std::thread writer_;  // gRPC's completion of each StartWrite, then OnWriteDone; and the
+                        // scheduled retries of ResumeReading
 };
 
 }  // namespace conveyor::session_test

@@ -15,7 +15,7 @@
 namespace conveyor {
 
 // Frames one launch may carry: the worker can put queued frames of the same shape into
-// one launch. Four did not pay beyond on the H200 (BENCHMARKS.md).
+// one launch. More than four did not pay on the GPU host (docs/benchmarks-history.md).
 constexpr int kMaxLaunchFrames = 4;
 // A launch carries bands of up to kMaxLaunchPlans encodes (a frame's renditions) for up
 // to kMaxLaunchFrames frames: kMaxLaunchItems (frame, encode, band) items in all. The

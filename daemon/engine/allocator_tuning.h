@@ -1,7 +1,7 @@
 // Process-wide allocator settings for a frame pipeline. Each encoded frame is a fresh
 // multi-megabyte buffer; glibc serves those with mmap, so every frame faults its output
 // in page by page and unmaps it again, which in a VM costs more than the encode (4K on
-// the H200 host: 433 fps as shipped, 1277 fps with these settings). Keeping such blocks
+// the GPU host: 433 fps as shipped, 1277 fps with these settings). Keeping such blocks
 // on the heap lets them be reused; RSS then stays at the high-water mark of the frames
 // in flight instead of returning to the OS between frames.
 #pragma once

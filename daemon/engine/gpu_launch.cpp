@@ -156,7 +156,7 @@ Status GpuLauncher::Upload(GpuSlot& s) {
 // largest one's last band, so its first bands go out alone (the soonest first byte) and
 // the small renditions share the last launch instead of adding launches of their own.
 // A coding launch costs about 20 us of critical path however little it holds
-// (BENCHMARKS.md), so launches, not work, set the ladder's pace.
+// (docs/benchmarks-history.md), so launches, not work, set the ladder's pace.
 Status GpuLauncher::Launch(const std::vector<GpuSlot*>& group) {
   GpuSlot& first = *group.front();
   const int frames = static_cast<int>(group.size());

@@ -1,8 +1,8 @@
 // The readback side of the GPU worker: a group's frames come back band by band, each
-// band's copy queued once that band's event has completed
-// (docs/DESIGN.md, Band readback), into the pinned readback ring or, when the ring is
-// full, through the slot's own band buffers. The results get the JPEG header and trailer around the bands and,
-// for timed frames, the GPU times of each stage.
+// band's copy queued once that band's event has completed (docs/DESIGN.md, Band
+// readback), into the pinned readback ring or, when the ring is full, through the slot's
+// own band buffers. The results get the JPEG header and trailer around the bands and, for
+// timed frames, the GPU times of each stage.
 #pragma once
 
 #include <cstdint>

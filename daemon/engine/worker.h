@@ -136,7 +136,7 @@ struct WorkerOptions {
   size_t readback_ring_bytes = 64 << 20;
   // GPU: most frames of the same shape (size, format, renditions) one launch carries.
   // A launch only takes frames already queued, so batching never waits for frames. Off
-  // (1) by default: on the H200 it does not pay (BENCHMARKS.md, "frames per launch").
+  // (1) by default: on the GPU host it does not pay (docs/benchmarks-history.md).
   int max_launch_frames = 1;
   StageTiming stage_timing;      // GPU: timing events around upload, encode and readback
   int cpu_threads = 0;           // CPU worker: 0 = one per hardware thread

@@ -1,7 +1,7 @@
 // Frame-assembly rings kept registered between sessions. Making a ring is not free: on
-// the H200 host, 18 1080p buffers (56 MB) took 28 ms to fault in and 2 ms to register,
-// and 1 ms to unregister and 2 ms to unmap (tests/gpu/h200_host_register.cu); the default ring is 10 of them. Paid by every session,
-// that made four short raw sessions slower with the ring than without it. So a session
+// the GPU host, 18 1080p buffers (56 MB) take about 30 ms to fault in and register
+// (tests/gpu/h200_host_register.cu), and the default ring is 10 of them; paid by every
+// session, that made short raw sessions slower with the ring than without it. So a session
 // hands its ring back here when its input ends, and the next session of the same worker
 // and shape takes it as it is, still registered.
 //

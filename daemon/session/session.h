@@ -163,8 +163,10 @@ class Session : public std::enable_shared_from_this<Session> {
   void StopOutput();
   // A frame is finished with: written, or dropped after a failure.
   void FrameCompleted();
-  // Adds (or with a negative count, removes) bytes of output not yet written to the client.
-  void ReserveOutput(int64_t bytes);
+  // Output not yet written to the client (what SubmitFrame's bound counts): sent
+  // messages' payload and queued frames' JPEG bytes. DropUnsent wakes SubmitFrame.
+  void AddUnsent(size_t bytes);
+  void DropUnsent(size_t bytes);
   // Sends rendition `rendition` of frame `index`: into a free shared JPEG slot when the
   // job has them and it fits, else in OutputPacket.data messages.
   void SendJpeg(uint32_t rendition, uint64_t index, int64_t pts, const JpegBytes& jpeg);

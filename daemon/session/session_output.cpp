@@ -115,10 +115,10 @@ void Session::OnFrameDone(int64_t pts, FrameResult&& result) {
   // Its JPEGs count as output not yet written from now on, as they would once sent, so
   // that the output bound holds back the next frame already (SubmitFrame).
   for (const JpegBytes& jpeg : frame.result.jpeg) frame.reserved_bytes += jpeg.size();
-  ReserveOutput(frame.reserved_bytes);
   {
     std::lock_guard<std::mutex> lock(output_mu_);
     if (!output_stopped_) {
+      AddUnsent(frame.reserved_bytes);  // before the output thread can see the frame
       output_queue_.push_back(std::move(frame));
       output_cv_.notify_one();
       return;
@@ -126,7 +126,6 @@ void Session::OnFrameDone(int64_t pts, FrameResult&& result) {
   }
   // The session has ended without this frame (it failed, and the worker was slow to
   // return it): nothing is sent any more, the frame only counts as returned.
-  ReserveOutput(-static_cast<int64_t>(frame.reserved_bytes));
   FrameCompleted();
 }
 
@@ -156,10 +155,17 @@ void Session::StopOutput() {
   output_stopped_ = true;  // also when Start() never ran
 }
 
-void Session::ReserveOutput(int64_t bytes) {
+void Session::AddUnsent(size_t bytes) {
   std::lock_guard<std::mutex> lock(state_mu_);
-  unsent_bytes_ = bytes >= 0 ? unsent_bytes_ + static_cast<size_t>(bytes)
-                             : unsent_bytes_ - std::min(static_cast<size_t>(-bytes), unsent_bytes_);
+  unsent_bytes_ += bytes;
+}
+
+void Session::DropUnsent(size_t bytes) {
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    unsent_bytes_ -= std::min(bytes, unsent_bytes_);
+  }
+  state_cv_.notify_all();
 }
 
 void Session::FrameCompleted() {
@@ -221,7 +227,7 @@ void Session::WriteFrame(DoneFrame& frame) {
     }
   }
   // What it sent counts now (Send), so its reservation goes.
-  ReserveOutput(-static_cast<int64_t>(frame.reserved_bytes));
+  DropUnsent(frame.reserved_bytes);
   FrameCompleted();
 }
 
@@ -277,27 +283,19 @@ Status Session::ReleaseOutputSlot(uint32_t slot) {
 }
 
 void Session::OnSent(size_t bytes) {
-  {
-    std::lock_guard<std::mutex> lock(state_mu_);
-    unsent_bytes_ -= std::min(bytes, unsent_bytes_);
-  }
-  state_cv_.notify_all();
+  DropUnsent(bytes);
   Touch();
 }
 
 void Session::Send(v1::TranscodeResponse response) {
   const size_t payload_bytes = PayloadBytes(response);
-  {
-    std::lock_guard<std::mutex> lock(state_mu_);
-    unsent_bytes_ += payload_bytes;
-  }
+  AddUnsent(payload_bytes);
   std::lock_guard<std::mutex> lock(sink_mu_);
   if (sink_ != nullptr && !closed_) {
     sink_->Send(std::move(response));
     return;
   }
-  std::lock_guard<std::mutex> state_lock(state_mu_);
-  unsent_bytes_ -= std::min(payload_bytes, unsent_bytes_);
+  DropUnsent(payload_bytes);
 }
 
 }  // namespace conveyor

@@ -73,7 +73,7 @@ class CpuWorker : public Worker {
 
   // Packed frames inside [data, data + size) are encoded where they are, not copied, as
   // are frames with an owner: a 1080p yuv420p frame's copy is 3.1 MB, about 0.4 ms on
-  // the 2-core VM.
+  // the 2-core development machine.
   StatusOr<std::unique_ptr<HostMemoryRegistration>> RegisterHostMemory(void* data, size_t size) override {
     return RegisteredRanges::Add(ranges_, data, size);
   }

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <future>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "frame_convert.h"
@@ -408,18 +409,46 @@ TEST(Decoder, WithoutMaxPixelsTheHugeClipIsDecodedAndItsPicturesAllocated) {
   std::printf("decoded: peak RSS grew %.1f MiB\n", grew / 1048576.0);
 }
 
-TEST(Decoder, CorruptedMiddleDoesNotCrash) {
+// Random bytes over the middle third: the decoder delivers exactly the frames that
+// ffprobe (the same libraries, reading the file) decodes from the same bytes, in order
+// and 1/25 s apart, and at least every frame whose packet lies wholly before the damage.
+TEST(Decoder, CorruptedMiddleGivesTheFramesFfprobeDecodes) {
   REQUIRE_X264();
   auto path = H264("corrupt.mkv");
   ASSERT_TRUE(path.ok()) << path.status().ToString();
   auto data = media_test::ReadFile(*path);
   ASSERT_TRUE(data.ok());
+  const size_t damage_from = data->size() / 3;
   std::mt19937 rng(11);
-  for (size_t i = data->size() / 3; i < data->size() * 2 / 3; ++i) (*data)[i] = static_cast<uint8_t>(rng());
+  for (size_t i = damage_from; i < data->size() * 2 / 3; ++i) (*data)[i] = static_cast<uint8_t>(rng());
+  const std::string corrupted = media_test::TempDir() + "/corrupted.mkv";
+  ASSERT_TRUE(media_test::WriteFile(corrupted, *data).ok());
+  auto probed = media_test::ProbeStreams(corrupted);
+  ASSERT_TRUE(probed.ok()) << probed.status().ToString();
+  ASSERT_EQ(probed->size(), 1u);
+  const size_t ffprobe_frames = std::stoul(probed->at(0).at("nb_read_frames"));
+  // The intact packets, from the undamaged file's packet offsets and sizes.
+  auto packets = media_test::Ffprobe({"-select_streams", "v:0", "-show_entries", "packet=pos,size", "-of",
+                                      "csv=p=0", *path});
+  ASSERT_TRUE(packets.ok()) << packets.status().ToString();
+  size_t intact = 0;
+  std::istringstream lines(*packets);
+  for (std::string line; std::getline(lines, line);) {
+    size_t pos = 0, size = 0;
+    if (std::sscanf(line.c_str(), "%zu,%zu", &pos, &size) == 2 && pos + size <= damage_from) ++intact;
+  }
+  ASSERT_GT(intact, 0u) << "the damage starts before the first packet ends: nothing to check";
+
   const DecodeRun run = media_test::Decode(*data);
-  // Either an error with the call named, or fewer/concealed frames; never a crash.
-  EXPECT_LE(run.frames.size(), static_cast<size_t>(kFrames));
-  std::printf("corrupted middle: %zu frames, %s\n", run.frames.size(), run.status.ToString().c_str());
+  if (!run.status.ok()) {
+    EXPECT_EQ(run.status.message().rfind("av", 0), 0u) << "the error names the call: " << run.status.ToString();
+  }
+  EXPECT_EQ(run.frames.size(), ffprobe_frames) << run.status.ToString();
+  EXPECT_GE(run.frames.size(), intact);
+  EXPECT_LT(run.frames.size(), static_cast<size_t>(kFrames));
+  ExpectSteady25Fps(run);
+  std::printf("corrupted middle: %zu frames (ffprobe %zu, %zu packets intact), %s\n", run.frames.size(),
+              ffprobe_frames, intact, run.status.ToString().c_str());
 }
 
 TEST(Decoder, TruncatedInputEndsEarlyWithoutCrashing) {

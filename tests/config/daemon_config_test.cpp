@@ -7,9 +7,14 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <set>
 #include <string>
+#include <type_traits>
+#include <utility>
+#include <variant>
 #include <vector>
 
+#include "config_fields.h"
 #include "config_test_util.h"
 
 namespace conveyor::config {
@@ -280,20 +285,83 @@ TEST(ConfigFile, RenderLoadsBackEqual) {
   EXPECT_NE(RenderConfigToml(DaemonConfig{}), text);
 }
 
+// ---- Every field of DaemonConfig is an option in kFields ----
+
+// Converts to any member type, so that DaemonConfig{AnyMember{}, ...} compiles with as
+// many initialisers as the struct has members, and not with one more. Declared only: it
+// is used in unevaluated operands.
+struct AnyMember {
+  template <class T>
+  operator T() const;
+};
+
+template <class T, class Indices, class = void>
+struct BraceInitialisable : std::false_type {};
+template <class T, size_t... I>
+struct BraceInitialisable<T, std::index_sequence<I...>, std::void_t<decltype(T{(void(I), AnyMember{})...})>>
+    : std::true_type {};
+
+// The number of members of the aggregate T.
+template <class T, size_t N = 0>
+constexpr size_t MemberCount() {
+  if constexpr (BraceInitialisable<T, std::make_index_sequence<N + 1>>::value) {
+    return MemberCount<T, N + 1>();
+  } else {
+    return N;
+  }
+}
+
+// A member added to DaemonConfig without a row in kFields would be missing from the file,
+// the flags, equality (which walks the table) and deploy/conveyord.toml. With the
+// distinct-members check below, equal counts mean every member has its row.
+static_assert(std::is_aggregate_v<DaemonConfig>, "MemberCount needs DaemonConfig to stay an aggregate");
+static_assert(MemberCount<DaemonConfig>() == std::extent_v<decltype(kFields)>,
+              "DaemonConfig and kFields (daemon/config/config_fields.h) differ in their number of fields: "
+              "give the new member its row in kFields");
+
+size_t OffsetOf(const Member& member) {
+  static const DaemonConfig c;
+  return std::visit(
+      [](auto m) {
+        return static_cast<size_t>(reinterpret_cast<const char*>(&(c.*m)) - reinterpret_cast<const char*>(&c));
+      },
+      member);
+}
+
+// Moves one field away from its value in `c`.
+void Perturb(DaemonConfig& c, const Member& member) {
+  std::visit(Overloaded{
+                 [&](bool DaemonConfig::*m) { c.*m = !(c.*m); },
+                 [&](int DaemonConfig::*m) { c.*m += 1; },
+                 [&](uint64_t DaemonConfig::*m) { c.*m += 1; },
+                 [&](double DaemonConfig::*m) { c.*m += 0.5; },
+                 [&](std::string DaemonConfig::*m) { c.*m += "-changed"; },
+                 [&](Addresses DaemonConfig::*m) { (c.*m).push_back(*ParseListenAddress("127.0.0.1:50051")); },
+             },
+             member);
+}
+
+TEST(ConfigFile, EveryFieldHasItsOwnRowInTheTable) {
+  std::set<size_t> offsets;
+  for (const Field& f : kFields) {
+    EXPECT_TRUE(offsets.insert(OffsetOf(f.member)).second) << FieldName(f) << ": another row has its member";
+  }
+  EXPECT_EQ(offsets.size(), MemberCount<DaemonConfig>());
+}
+
 TEST(ConfigFile, EqualityCoversEveryField) {
-  // Each field set away from its default makes the config differ, and survives a round
-  // trip through the file: the option table knows every field it renders.
-  DaemonConfig c;
+  // Each field moved away from its default makes the config differ, is the one setting
+  // named as changed, and shows in the rendered file.
   const DaemonConfig d;
-  EXPECT_EQ(c, d);
-  c.decode_threads = 2;
-  EXPECT_NE(c, d);
-  c = d;
-  c.max_height = 720;
-  EXPECT_NE(c, d);
-  c = d;
-  c.input_queue_bytes = 1 << 20;
-  EXPECT_NE(c, d);
+  EXPECT_EQ(d, DaemonConfig{});
+  for (const Field& f : kFields) {
+    SCOPED_TRACE(FieldName(f));
+    DaemonConfig c;
+    Perturb(c, f.member);
+    EXPECT_NE(c, d);
+    EXPECT_EQ(ChangedSettings(d, c), std::vector<std::string>{FieldName(f)});
+    EXPECT_NE(RenderConfigToml(c), RenderConfigToml(d));
+  }
 }
 
 TEST(DeployConfig, CommittedFileIsTheRenderedDefault) {

@@ -364,15 +364,23 @@ TEST(ConfigFile, EqualityCoversEveryField) {
   }
 }
 
+// With CONVEYOR_UPDATE_DEPLOY_CONFIG=1 the test rewrites the committed file and fails,
+// so that a run with the variable set can never pass by checking its own rewrite.
 TEST(DeployConfig, CommittedFileIsTheRenderedDefault) {
   const std::string rendered = RenderConfigToml(DaemonConfig{});
   if (const char* update = std::getenv("CONVEYOR_UPDATE_DEPLOY_CONFIG"); update && *update == '1') {
+    const bool was_current = ReadWholeFile(kDeployFile) == rendered;
     WriteWholeFile(kDeployFile, rendered);
+    ASSERT_EQ(ReadWholeFile(kDeployFile), rendered) << "could not rewrite " << kDeployFile;
+    FAIL() << "CONVEYOR_UPDATE_DEPLOY_CONFIG=1: rewrote " << kDeployFile
+           << (was_current ? " (it was already current)" : "")
+           << " and checked nothing. Review the change, then run the test again without the variable.";
   }
   const std::string committed = ReadWholeFile(kDeployFile);
   EXPECT_EQ(committed, rendered)
-      << kDeployFile << " differs from RenderConfigToml(DaemonConfig{}). Regenerate it with\n"
-      << "  CONVEYOR_UPDATE_DEPLOY_CONFIG=1 config_tests --gtest_filter=DeployConfig.*\n";
+      << kDeployFile << " differs from RenderConfigToml(DaemonConfig{}). Rewrite it with\n"
+      << "  CONVEYOR_UPDATE_DEPLOY_CONFIG=1 config_tests --gtest_filter=DeployConfig.CommittedFileIsTheRenderedDefault\n"
+      << "(that run fails on purpose), then run the tests again without the variable.\n";
 }
 
 TEST(DeployConfig, CommittedFileLoadsAsTheDefaults) {

@@ -101,6 +101,10 @@ TEST(Tls, AClientThatDoesNotTrustTheServersCaIsRefused) {
   const int port = conveyor::testing::FreeLoopbackPort();
   DaemonProcess daemon(TlsFlags(port));
   ASSERT_TRUE(daemon.ready());
+  // The control: the same listener serves a client that trusts its CA, so the refusal
+  // below is the handshake's verdict on the CA, not a listener that serves nobody.
+  const grpc::Status trusted = CallStatus(TcpChannel(port, {TestPki().ca}));
+  ASSERT_TRUE(trusted.ok()) << trusted.error_message();
   const grpc::Status st = CallStatus(TcpChannel(port, {TestPki().dir + "/rogue-ca.pem"}));
   EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE) << st.error_message();
 }

@@ -1,6 +1,6 @@
 // conveyord: parse options, start logging, create the workers, the scheduler and the
-// session manager, serve gRPC and the metrics/health endpoint, tell systemd READY=1 and
-// keep it informed (status, watchdog),
+// session manager, serve gRPC and the metrics/health endpoint, list their bound addresses
+// in server.endpoints_file, tell systemd READY=1 and keep it informed (status, watchdog),
 // reload limits and the log level on SIGHUP, and on SIGTERM/SIGINT drain: health goes
 // NOT_SERVING, new streams get UNAVAILABLE, running sessions get up to drain_timeout_s.
 #include <algorithm>
@@ -19,6 +19,7 @@
 #include "config_reload_signal.h"
 #include "daemon_config.h"
 #include "doctor.h"
+#include "endpoints_file.h"
 #include "gpu_encoder.h"
 #include "heartbeat.h"
 #include "logging.h"
@@ -171,6 +172,13 @@ int Run(int argc, char** argv) {
     return 1;
   }
   if (!c.metrics_listen.empty()) spdlog::info("metrics and health on http://{}", (*observability)->address());
+  StatusOr<EndpointsFile> endpoints =
+      EndpointsFile::Write(c.endpoints_file, (*server)->endpoints(), (*observability)->address());
+  if (!endpoints.ok()) {
+    spdlog::error("{}", endpoints.status().ToString());
+    return 1;
+  }
+  if (!c.endpoints_file.empty()) spdlog::info("bound addresses in {}", c.endpoints_file);
   ServiceMonitor monitor(&notifier, &sessions, [&] { return alive().ok(); });
   LogIfError(notifier.Ready(monitor.SampleStatus()));
   monitor.Start();

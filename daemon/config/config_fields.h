@@ -78,6 +78,11 @@ inline const Field kFields[] = {
     {"server", "metrics_listen", &DaemonConfig::metrics_listen, "--metrics-listen",
      "HOST:PORT of the HTTP endpoint for Prometheus /metrics and health probes; \"\" turns it "
      "off."},
+    {"server", "endpoints_file", &DaemonConfig::endpoints_file, "--endpoints-file",
+     "File listing the addresses conveyord serves on, with the ports that port 0 picked.\n"
+     "One line \"grpc ADDRESS\" per listen address and \"metrics HOST:PORT\" for the HTTP\n"
+     "endpoint. Written whole (a temporary file renamed over it) once both are bound and\n"
+     "before READY=1; removed at exit. \"\": none."},
     {"server", "log_level", &DaemonConfig::log_level, "--log-level",
      "Log level: trace, debug, info, warn, error or off."},
 

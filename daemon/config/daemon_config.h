@@ -27,6 +27,7 @@ struct DaemonConfig {
   std::string auth_token_file;            // "TOKEN [admin]" per line; "" = no token auth
   bool shared_memory = true;              // frames and JPEGs through memfds, beside the first unix socket
   std::string metrics_listen = "127.0.0.1:9464";  // HTTP /metrics and health; "" turns it off
+  std::string endpoints_file;             // bound addresses, port 0 resolved, while serving; "" = none
   std::string log_level = "info";         // trace, debug, info, warn, error, off
   // [limits]
   int max_sessions = 64;                  // Transcode streams at once; more: RESOURCE_EXHAUSTED

@@ -59,7 +59,9 @@ DaemonProcess::DaemonProcess(std::vector<std::string> extra_flags) {
                                    "--log-level",
                                    level,
                                    "--metrics-listen",
-                                   ""};
+                                   "",
+                                   "--endpoints-file",
+                                   dir_ + "/endpoints"};
   for (size_t i = 0; i < extra_flags.size(); ++i) {
     if (extra_flags[i] == "--config") args.erase(args.begin() + 1, args.begin() + 3);  // the test's own file
   }
@@ -72,9 +74,9 @@ DaemonProcess::DaemonProcess(std::vector<std::string> extra_flags) {
     execv(argv[0], argv.data());
     _exit(127);
   }
-  // Ready once GetServerStatus answers. The socket file comes first: a channel that finds
-  // no socket backs off for a second or more before it tries again.
-  const std::string socket_path = dir_ + "/conveyord.sock";
+  // Ready once the endpoints file is there (written when every listener is bound) and
+  // GetServerStatus answers. Waiting for the file also keeps the channel from meeting a
+  // missing socket, after which it backs off for a second or more before it tries again.
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   std::unique_ptr<v1::Transcoder::Stub> stub;
   while (std::chrono::steady_clock::now() < give_up) {
@@ -83,7 +85,7 @@ DaemonProcess::DaemonProcess(std::vector<std::string> extra_flags) {
       pid_ = -1;
       return;  // exited early
     }
-    if (access(socket_path.c_str(), F_OK) != 0) {
+    if (!ReadEndpoints()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
       continue;
     }
@@ -100,6 +102,21 @@ DaemonProcess::DaemonProcess(std::vector<std::string> extra_flags) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+}
+
+// Lines "grpc ADDRESS" and "metrics HOST:PORT"; a TCP address ends in ":PORT".
+bool DaemonProcess::ReadEndpoints() {
+  std::ifstream in(dir_ + "/endpoints");
+  if (!in) return false;
+  auto port_of = [](const std::string& address) {
+    const size_t colon = address.rfind(':');
+    return colon == std::string::npos ? -1 : std::atoi(address.c_str() + colon + 1);
+  };
+  for (std::string kind, address; in >> kind >> address;) {
+    if (kind == "grpc" && address.rfind("unix:", 0) != 0 && tcp_port_ < 0) tcp_port_ = port_of(address);
+    if (kind == "metrics") metrics_port_ = port_of(address);
+  }
+  return true;
 }
 
 DaemonProcess::~DaemonProcess() {

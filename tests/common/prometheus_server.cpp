@@ -2,6 +2,7 @@
 #include "prometheus_server.h"
 
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -20,9 +21,28 @@
 #include <thread>
 
 #include "test_process.h"
+#include "unique_fd.h"
 
 namespace conveyor::testing {
 namespace {
+
+// A loopback TCP port nobody listens on right now (the kernel's pick); -1 on failure.
+// Prometheus cannot report a port it picked itself, so it gets this one, and another
+// process may take it first: Start() retries. conveyord binds port 0 and reports what it
+// bound instead (DaemonProcess::tcp_port(), metrics_port()).
+int FreeLoopbackPort() {
+  const UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return -1;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  if (bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+      getsockname(fd.get(), reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    return -1;
+  }
+  return ntohs(a.sin_port);
+}
 
 // The text between the quotes that start at json[pos], without unescaping.
 std::string QuotedAt(const std::string& json, size_t pos) {

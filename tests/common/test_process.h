@@ -15,7 +15,4 @@ std::string MakeTempDir(const std::string& prefix);
 // VmRSS of process `pid` in bytes (/proc), 0 when it cannot be read.
 uint64_t ProcessRssBytes(pid_t pid);
 
-// A loopback TCP port nobody listens on right now (the kernel's pick); -1 on failure.
-int FreeLoopbackPort();
-
 }  // namespace conveyor::testing

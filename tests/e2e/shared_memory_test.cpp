@@ -15,7 +15,6 @@
 #include "daemon_suite.h"
 #include "shared_frames_client.h"
 #include "synthetic_frame.h"
-#include "test_process.h"
 #include "transcode_client.h"
 
 namespace conveyor::e2e {
@@ -183,11 +182,10 @@ TEST_F(SharedMemoryTest, FrameChunksOnASharedMemoryJobAndTooManySlotsAreInvalidA
 }
 
 TEST(SharedMemoryOverTcp, IsRefusedWithFailedPrecondition) {
-  const int port = conveyor::testing::FreeLoopbackPort();
-  ASSERT_GT(port, 0);
-  const std::string tcp = "127.0.0.1:" + std::to_string(port);
-  DaemonProcess daemon({"--listen", tcp});
-  ASSERT_TRUE(daemon.ready()) << "conveyord did not start on " << tcp;
+  DaemonProcess daemon({"--listen", "127.0.0.1:0"});
+  ASSERT_TRUE(daemon.ready()) << "conveyord did not start on 127.0.0.1:0";
+  ASSERT_GT(daemon.tcp_port(), 0);
+  const std::string tcp = "127.0.0.1:" + std::to_string(daemon.tcp_port());
   auto stub = v1::Transcoder::NewStub(grpc::CreateChannel(tcp, grpc::InsecureChannelCredentials()));
   TranscodeCall call;
   call.spec = SharedSpec(2);

@@ -12,7 +12,6 @@
 #include "conveyor/v1/transcoder.grpc.pb.h"
 #include "daemon_process.h"
 #include "security_test_util.h"
-#include "test_process.h"
 #include "synthetic_frame.h"
 #include "transcode_client.h"
 
@@ -32,10 +31,11 @@ using e2e::TranscodeCall;
 using e2e::TranscodeOutcome;
 using e2e::TranscodeStream;
 
-std::vector<std::string> TlsFlags(int port, bool mtls = false) {
+// TLS on a TCP port that the daemon picks (DaemonProcess::tcp_port()).
+std::vector<std::string> TlsFlags(bool mtls = false) {
   const Pki& p = TestPki();
-  std::vector<std::string> f = {"--listen", "127.0.0.1:" + std::to_string(port), "--tls-cert-file", p.server_cert,
-                                "--tls-key-file", p.server_key};
+  std::vector<std::string> f = {"--listen", "127.0.0.1:0", "--tls-cert-file", p.server_cert, "--tls-key-file",
+                                p.server_key};
   if (mtls) {
     f.push_back("--tls-client-ca-file");
     f.push_back(p.ca);
@@ -83,9 +83,10 @@ StartResult StartExpectingExit(const std::string& flags) {
 }
 
 TEST(Tls, AClientWithTheCaTranscodesAndAPlaintextClientIsRefused) {
-  const int port = conveyor::testing::FreeLoopbackPort();
-  DaemonProcess daemon(TlsFlags(port));
+  DaemonProcess daemon(TlsFlags());
   ASSERT_TRUE(daemon.ready());
+  const int port = daemon.tcp_port();
+  ASSERT_GT(port, 0);
   auto stub = v1::Transcoder::NewStub(TcpChannel(port, {TestPki().ca}));
   const TranscodeOutcome out = RunTranscode(stub.get(), RawCall(3));
   ASSERT_TRUE(out.status.ok()) << out.status.error_message();
@@ -98,9 +99,10 @@ TEST(Tls, AClientWithTheCaTranscodesAndAPlaintextClientIsRefused) {
 }
 
 TEST(Tls, AClientThatDoesNotTrustTheServersCaIsRefused) {
-  const int port = conveyor::testing::FreeLoopbackPort();
-  DaemonProcess daemon(TlsFlags(port));
+  DaemonProcess daemon(TlsFlags());
   ASSERT_TRUE(daemon.ready());
+  const int port = daemon.tcp_port();
+  ASSERT_GT(port, 0);
   // The control: the same listener serves a client that trusts its CA, so the refusal
   // below is the handshake's verdict on the CA, not a listener that serves nobody.
   const grpc::Status trusted = CallStatus(TcpChannel(port, {TestPki().ca}));
@@ -111,9 +113,10 @@ TEST(Tls, AClientThatDoesNotTrustTheServersCaIsRefused) {
 
 TEST(Mtls, OnlyAClientWithACertificateFromTheClientCaIsServed) {
   const Pki& p = TestPki();
-  const int port = conveyor::testing::FreeLoopbackPort();
-  DaemonProcess daemon(TlsFlags(port, /*mtls=*/true));
+  DaemonProcess daemon(TlsFlags(/*mtls=*/true));
   ASSERT_TRUE(daemon.ready());
+  const int port = daemon.tcp_port();
+  ASSERT_GT(port, 0);
   const grpc::Status no_cert = CallStatus(TcpChannel(port, {p.ca}));
   EXPECT_EQ(no_cert.error_code(), grpc::StatusCode::UNAVAILABLE) << no_cert.error_message();
   const grpc::Status rogue = CallStatus(TcpChannel(port, {p.ca, p.rogue_cert, p.rogue_key}));
@@ -127,38 +130,38 @@ TEST(Mtls, OnlyAClientWithACertificateFromTheClientCaIsServed) {
 }
 
 TEST(Listen, PlaintextNonLoopbackTcpIsRefusedAtStartAndStartsWithTls) {
-  const int port = conveyor::testing::FreeLoopbackPort();
-  const StartResult refused = StartExpectingExit("--listen 0.0.0.0:" + std::to_string(port));
+  const StartResult refused = StartExpectingExit("--listen 0.0.0.0:0");
   EXPECT_NE(refused.rc, 0);
   EXPECT_NE(refused.err.find("server.allow_insecure_tcp"), std::string::npos) << refused.err;
-  EXPECT_NE(refused.err.find("0.0.0.0:" + std::to_string(port)), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("0.0.0.0:0"), std::string::npos) << refused.err;
 
-  std::vector<std::string> flags = TlsFlags(port);
-  flags[1] = "0.0.0.0:" + std::to_string(port);
+  std::vector<std::string> flags = TlsFlags();
+  flags[1] = "0.0.0.0:0";
   DaemonProcess daemon(flags);
   ASSERT_TRUE(daemon.ready());
+  const int port = daemon.tcp_port();
+  ASSERT_GT(port, 0);
   const grpc::Status st = CallStatus(TcpChannel(port, {TestPki().ca}));
   EXPECT_TRUE(st.ok()) << st.error_message();
 }
 
 TEST(Listen, UnreadableOrInvalidSecurityFilesAreInvalidArgumentNamingTheOption) {
   const Pki& p = TestPki();
-  const std::string port = std::to_string(conveyor::testing::FreeLoopbackPort());
-  StartResult r = StartExpectingExit("--listen 127.0.0.1:" + port + " --tls-cert-file " + p.dir +
+  StartResult r = StartExpectingExit("--listen 127.0.0.1:0 --tls-cert-file " + p.dir +
                                      "/missing.pem --tls-key-file " + p.server_key);
   EXPECT_NE(r.rc, 0);
   EXPECT_NE(r.err.find("server.tls_cert_file"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("INVALID_ARGUMENT"), std::string::npos) << r.err;
   // A certificate where the key should be.
-  r = StartExpectingExit("--listen 127.0.0.1:" + port + " --tls-cert-file " + p.server_cert + " --tls-key-file " +
+  r = StartExpectingExit("--listen 127.0.0.1:0 --tls-cert-file " + p.server_cert + " --tls-key-file " +
                          p.server_cert);
   EXPECT_NE(r.rc, 0);
   EXPECT_NE(r.err.find("server.tls_key_file"), std::string::npos) << r.err;
   // Only one of the pair.
-  r = StartExpectingExit("--listen 127.0.0.1:" + port + " --tls-cert-file " + p.server_cert);
+  r = StartExpectingExit("--listen 127.0.0.1:0 --tls-cert-file " + p.server_cert);
   EXPECT_NE(r.rc, 0);
   EXPECT_NE(r.err.find("server.tls_key_file"), std::string::npos) << r.err;
-  r = StartExpectingExit("--listen 127.0.0.1:" + port + " --auth-token-file " + p.dir + "/missing.tokens");
+  r = StartExpectingExit("--listen 127.0.0.1:0 --auth-token-file " + p.dir + "/missing.tokens");
   EXPECT_NE(r.rc, 0);
   EXPECT_NE(r.err.find("server.auth_token_file"), std::string::npos) << r.err;
 }
@@ -167,15 +170,16 @@ TEST(Listen, UnreadableOrInvalidSecurityFilesAreInvalidArgumentNamingTheOption) 
 class Tokens : public ::testing::Test {
  protected:
   void SetUp() override {
-    port_ = conveyor::testing::FreeLoopbackPort();
     dir_ = e2e::MakeTempDir();
     WriteText(dir_ + "/tokens", "# test tokens\ntoken-a\ntoken-b\n\ntoken-root admin\n");
     WriteText(dir_ + "/a.token", "token-a\n");
-    std::vector<std::string> flags = TlsFlags(port_);
+    std::vector<std::string> flags = TlsFlags();
     flags.push_back("--auth-token-file");
     flags.push_back(dir_ + "/tokens");
     daemon_ = std::make_unique<DaemonProcess>(flags);
     ASSERT_TRUE(daemon_->ready());
+    port_ = daemon_->tcp_port();
+    ASSERT_GT(port_, 0);
   }
   void TearDown() override {
     daemon_.reset();
@@ -319,9 +323,10 @@ TEST_F(Tokens, ConveyorctlSpeaksTlsAndSendsItsToken) {
 
 TEST(Mtls, ConveyorctlPresentsItsClientCertificate) {
   const Pki& p = TestPki();
-  const int port = conveyor::testing::FreeLoopbackPort();
-  DaemonProcess daemon(TlsFlags(port, /*mtls=*/true));
+  DaemonProcess daemon(TlsFlags(/*mtls=*/true));
   ASSERT_TRUE(daemon.ready());
+  const int port = daemon.tcp_port();
+  ASSERT_GT(port, 0);
   const std::string base = std::string(CONVEYORCTL_PATH) + " --target 127.0.0.1:" + std::to_string(port) +
                            " --tls-ca " + p.ca + " --timeout 5";
   const std::string out = daemon.dir() + "/ctl.out";

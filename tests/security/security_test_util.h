@@ -1,6 +1,6 @@
 // Helpers for the security tests: a throwaway PKI made with the openssl CLI (a CA, a
 // server certificate for 127.0.0.1/localhost, a client certificate from that CA and
-// one from an untrusted CA), free TCP ports, and TLS/token channels.
+// one from an untrusted CA), and TLS/token channels.
 #pragma once
 
 #include <memory>

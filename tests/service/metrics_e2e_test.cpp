@@ -18,7 +18,6 @@
 #include "prometheus_server.h"
 #include "service_test_util.h"
 #include "synthetic_frame.h"
-#include "test_process.h"
 #include "transcode_client.h"
 
 namespace conveyor::service_test {
@@ -56,10 +55,10 @@ size_t Transcode(v1::Transcoder::Stub* stub, int frames) {
 }
 
 TEST(DaemonMetrics, PrometheusScrapesTheFramesATranscodeMoved) {
-  const int port = conveyor::testing::FreeLoopbackPort();
-  ASSERT_GT(port, 0);
-  e2e::DaemonProcess daemon({"--metrics-listen", "127.0.0.1:" + std::to_string(port)});
+  e2e::DaemonProcess daemon({"--metrics-listen", "127.0.0.1:0"});
   ASSERT_TRUE(daemon.ready()) << "conveyord did not start";
+  const int port = daemon.metrics_port();
+  ASSERT_GT(port, 0);
   testing::PrometheusServer::Options po;
   po.targets = {"127.0.0.1:" + std::to_string(port)};
   auto prometheus = testing::PrometheusServer::Start(po);
@@ -85,9 +84,10 @@ TEST(DaemonMetrics, PrometheusScrapesTheFramesATranscodeMoved) {
 }
 
 TEST(DaemonMetrics, LiveExpositionPassesPromtoolAndCountsRejections) {
-  const int port = conveyor::testing::FreeLoopbackPort();
-  e2e::DaemonProcess daemon({"--metrics-listen", "127.0.0.1:" + std::to_string(port), "--max-sessions", "1"});
+  e2e::DaemonProcess daemon({"--metrics-listen", "127.0.0.1:0", "--max-sessions", "1"});
   ASSERT_TRUE(daemon.ready()) << "conveyord did not start";
+  const int port = daemon.metrics_port();
+  ASSERT_GT(port, 0);
   auto stub = v1::Transcoder::NewStub(daemon.Channel());
   ASSERT_EQ(Transcode(stub.get(), 3), 3u);
   // The client has its summary a moment before the daemon lets the session go; under
@@ -117,10 +117,10 @@ TEST(DaemonMetrics, LiveExpositionPassesPromtoolAndCountsRejections) {
 }
 
 TEST(DaemonMetrics, ReadyzIs503WhileDrainingAndHealthzStays200) {
-  const int port = conveyor::testing::FreeLoopbackPort();
-  e2e::DaemonProcess daemon(
-      {"--metrics-listen", "127.0.0.1:" + std::to_string(port), "--drain-timeout", "20"});
+  e2e::DaemonProcess daemon({"--metrics-listen", "127.0.0.1:0", "--drain-timeout", "20"});
   ASSERT_TRUE(daemon.ready()) << "conveyord did not start";
+  const int port = daemon.metrics_port();
+  ASSERT_GT(port, 0);
   EXPECT_EQ(Get(port, "/readyz").status, 200);
   EXPECT_EQ(Get(port, "/healthz").status, 200);
   auto stub = v1::Transcoder::NewStub(daemon.Channel());

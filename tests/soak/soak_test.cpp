@@ -82,7 +82,6 @@
 #include <gtest/gtest.h>
 
 #include "daemon_probe.h"
-#include "test_process.h"
 #include "daemon_process.h"
 #include "soak_clients.h"
 #include "stream_specs.h"
@@ -321,14 +320,13 @@ TEST(Soak, SixtyFourClientsWithCancelsStallsGarbageAndInjectedFaults) {
   // the idle timeout instead.
   setenv("CONVEYOR_ALLOW_TEST_HOOKS", "1", 1);
   WriteText(media + "/conveyord.toml", "[limits]\nsession_output_bytes = 65536\n[workers]\ndecode_threads = 2\n");
-  const int metrics_port = conveyor::testing::FreeLoopbackPort();
-  ASSERT_GT(metrics_port, 0);
   e2e::DaemonProcess daemon({"--config", media + "/conveyord.toml", "--max-sessions", std::to_string(kClients),
                              "--idle-timeout", std::to_string(kIdleTimeoutS), "--test-fault-every",
-                             std::to_string(kFaultEvery), "--metrics-listen",
-                             "127.0.0.1:" + std::to_string(metrics_port)});
+                             std::to_string(kFaultEvery), "--metrics-listen", "127.0.0.1:0"});
   unsetenv("CONVEYOR_ALLOW_TEST_HOOKS");
   ASSERT_TRUE(daemon.ready()) << "the soak conveyord did not start";
+  const int metrics_port = daemon.metrics_port();
+  ASSERT_GT(metrics_port, 0) << "no metrics endpoint in the daemon's endpoints file";
   const pid_t pid = daemon.pid();
   auto stub = NewClientStub(daemon.target());
   // Which worker runs decides what the fault accounting can count (see the top).

@@ -2,28 +2,53 @@
 # What runs on the GPU host (an NVIDIA H200). Expects
 # .device/ as tests/gpu/prepare_device.sh stages it (binaries, libjpeg-turbo, images);
 # writes logs to $OUT.   tests/gpu/h200_run.sh [tests|doctor|encode|pipeline|rss]...
+# Exits non-zero when any part failed (each failure is printed as FAIL: and listed in
+# $OUT/failures.txt): a test binary that exits non-zero, runs no test or skips its GPU
+# tests, no byte-identical case compared, conveyor-doctor or a benchmark exiting non-zero.
 set -uo pipefail
 export LD_LIBRARY_PATH=$PWD/.device/lib
 bin=.device/bin
 out=${OUT:-/tmp/out}
 parts=${*:-tests encode pipeline}
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
+failures=0
+fail() {
+  echo "FAIL: $*" | tee -a "$out/failures.txt"
+  failures=$((failures + 1))
+}
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt" \
+  || fail "nvidia-smi found no NVIDIA GPU"
 for part in $parts; do
   case $part in
     tests)
+      # Gated: every binary must be there and exit 0, must have run tests without
+      # skipping the GPU ones, and the two byte-identity suites must have compared cases.
       for t in unit_tests gpu_encoder_test gpu_scale_test worker_test doctor_tests; do
-        [[ -x $bin/$t ]] || continue
         echo "== $t"
-        $bin/$t 2>&1 | tee "$out/$t.log" | grep -E "^\[  (PASSED|FAILED|SKIPPED) |byte-identical|Failure|bands checked|worker:" | sort | uniq -c
+        if [[ ! -x $bin/$t ]]; then fail "$t: not staged in $bin"; continue; fi
+        $bin/$t >"$out/$t.log" 2>&1
+        rc=$?
+        grep -E "^\[  (PASSED|FAILED|SKIPPED) |byte-identical|Failure|bands checked|worker:" "$out/$t.log" | sort | uniq -c
+        ((rc == 0)) || fail "$t exited $rc (log: $t.log)"
+        grep -q "^\[  PASSED  \] [1-9]" "$out/$t.log" || fail "$t: no test passed"
+        # worker_test's /cpu cases of GPU-only behaviour skip by design; a /gpu case or
+        # any case of the two GPU encoder suites must not.
+        skipped=$(grep -E "^\[  SKIPPED \] " "$out/$t.log" | grep -E "/gpu|^\[  SKIPPED \] Gpu" | head -1)
+        [[ -z $skipped ]] || fail "$t skipped GPU tests: ${skipped#\[  SKIPPED \] } ($(grep -m1 'no GPU' "$out/$t.log"))"
+      done
+      for t in gpu_encoder_test gpu_scale_test; do
+        cases=$(sed -nE 's/.*byte-identical cases: ([0-9]+).*/\1/p' "$out/$t.log" | tail -1)
+        ((${cases:-0} > 0)) || fail "$t: no byte-identical cases were compared"
       done ;;
     doctor)
-      $bin/conveyor-doctor 2>&1 | tee "$out/doctor.log"; echo "conveyor-doctor exit: ${PIPESTATUS[0]}" ;;
+      $bin/conveyor-doctor 2>&1 | tee "$out/doctor.log"
+      rc=${PIPESTATUS[0]}; echo "conveyor-doctor exit: $rc"; ((rc == 0)) || fail "conveyor-doctor exited $rc" ;;
     encode)
       for args in "--input .device/media/n1080.ppm" "--input .device/media/n2160.ppm" \
                   "--size 1920x1080 --format yuv420p" "--size 3840x2160 --format yuv420p"; do
         for worker in gpu cpu; do
           $bin/conveyor-bench encode $args --worker $worker --frames 60 --quality 85 --subsampling 420 2>&1 \
             | tee -a "$out/bench_encode.log" | grep -E "^conveyor|^libjpeg|^per-core"
+          rc=${PIPESTATUS[0]}; ((rc == 0)) || fail "conveyor-bench encode $args --worker $worker exited $rc"
         done
       done ;;
     pipeline)
@@ -37,9 +62,17 @@ for part in $parts; do
                   "--size 1920x1080 --format yuv420p --stall-every 8 --stall-size 3840x2160 --stall-quality 100 --frames 10000 --modes off,on --rate 8000"; do
         $bin/conveyor-bench pipeline $args --worker gpu 2>&1 | tee -a "$out/bench_pipeline.log" \
           | grep -vE '^\{|^copy bandwidth'
+        rc=${PIPESTATUS[0]}; ((rc == 0)) || fail "conveyor-bench pipeline $args exited $rc"
       done ;;
     rss)
       $bin/conveyor-bench pipeline --size 1920x1080 --format yuv420p --frames 100000 --modes on --worker gpu 2>&1 \
-        | tee -a "$out/bench_rss.log" | grep -E "frames/s|pinned|^pipelined" ;;
+        | tee -a "$out/bench_rss.log" | grep -E "frames/s|pinned|^pipelined"
+      rc=${PIPESTATUS[0]}; ((rc == 0)) || fail "conveyor-bench pipeline (rss) exited $rc" ;;
+    *) fail "unknown part $part" ;;
   esac
 done
+if ((failures > 0)); then
+  echo "h200_run: $failures failure(s)"
+  exit 1
+fi
+echo "h200_run: all parts passed"

@@ -1,6 +1,8 @@
 // GPU encoder against the CPU path, byte for byte, over sizes, formats, subsamplings,
-// qualities, restart intervals and band splits. Skips, saying why, where no GPU is
-// usable. Free of FFmpeg and gRPC so it runs as built on the GPU host.
+// qualities, restart intervals and band splits, and every GPU output decoded by
+// libjpeg-turbo and measured against its source (libjpeg_turbo_check.h), so that a fault
+// both paths share is caught too. Skips, saying why, where no GPU is usable. Free of
+// FFmpeg and gRPC so it runs as built on the GPU host.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -8,6 +10,7 @@
 
 #include "cpu_encoder.h"
 #include "gpu_encoder.h"
+#include "libjpeg_turbo_check.h"
 #include "synthetic_frame.h"
 
 namespace conveyor {
@@ -42,7 +45,8 @@ class GpuEncoderTest : public ::testing::Test {
     ASSERT_EQ(create_error_, nullptr) << *create_error_;
   }
 
-  // Encodes on both workers and requires identical bytes.
+  // Encodes on both workers and requires identical bytes, and the GPU's to pass
+  // libjpeg-turbo's check against the frame.
   void ExpectIdentical(const FrameView& frame, const EncodeParams& p, int band_hint = 0, int first_band_hint = 0) {
     auto cpu = cpu_->Encode(frame, p);
     ASSERT_TRUE(cpu.ok()) << cpu.status().ToString();
@@ -59,6 +63,9 @@ class GpuEncoderTest : public ::testing::Test {
     ASSERT_EQ(first_diff, cpu->size()) << what << ": first differing byte at " << first_diff;
     ++cases_;
     bytes_ += cpu->size();
+    const Status decoded = testing::CheckAgainstLibjpegTurbo(frame, p, *gpu);
+    ASSERT_TRUE(decoded.ok()) << what << ": " << decoded.ToString();
+    ++decoded_;
   }
 
   static std::string* skip_reason_;
@@ -69,6 +76,7 @@ class GpuEncoderTest : public ::testing::Test {
  public:
   static int cases_;
   static size_t bytes_;
+  static int decoded_;
 };
 
 std::string* GpuEncoderTest::skip_reason_ = nullptr;
@@ -77,6 +85,7 @@ GpuJpegEncoder* GpuEncoderTest::gpu_ = nullptr;
 CpuJpegEncoder* GpuEncoderTest::cpu_ = nullptr;
 int GpuEncoderTest::cases_ = 0;
 size_t GpuEncoderTest::bytes_ = 0;
+int GpuEncoderTest::decoded_ = 0;
 
 const PixelFormat kAllFormats[] = {PixelFormat::kYuv420p, PixelFormat::kYuvj420p, PixelFormat::kNv12,
                                    PixelFormat::kYuv422p, PixelFormat::kYuv444p, PixelFormat::kRgb24,
@@ -166,6 +175,7 @@ class Summary : public ::testing::EmptyTestEventListener {
   void OnTestProgramEnd(const ::testing::UnitTest&) override {
     std::printf("gpu-vs-cpu byte-identical cases: %d, bytes compared: %zu\n", GpuEncoderTest::cases_,
                 GpuEncoderTest::bytes_);
+    std::printf("libjpeg-turbo checked outputs: %d\n", GpuEncoderTest::decoded_);
   }
 };
 

@@ -4,10 +4,12 @@
 # writes logs to $OUT.   tests/gpu/h200_run.sh [tests|doctor|encode|pipeline|rss]...
 # Exits non-zero when any part failed (each failure is printed as FAIL: and listed in
 # $OUT/failures.txt): a test binary that exits non-zero, runs no test or skips its GPU
-# tests, no byte-identical case compared, conveyor-doctor or a benchmark exiting non-zero.
+# tests, no byte-identical case compared, no output decoded by libjpeg-turbo,
+# conveyor-doctor or a benchmark exiting non-zero. BIN picks another folder of binaries
+# (default .device/bin).
 set -uo pipefail
 export LD_LIBRARY_PATH=$PWD/.device/lib
-bin=.device/bin
+bin=${BIN:-.device/bin}
 out=${OUT:-/tmp/out}
 parts=${*:-tests encode pipeline}
 failures=0
@@ -21,13 +23,15 @@ for part in $parts; do
   case $part in
     tests)
       # Gated: every binary must be there and exit 0, must have run tests without
-      # skipping the GPU ones, and the two byte-identity suites must have compared cases.
+      # skipping the GPU ones, the two byte-identity suites must have compared cases and
+      # the encoder and worker tests must have decoded outputs with libjpeg-turbo.
       for t in unit_tests gpu_encoder_test gpu_scale_test worker_test doctor_tests; do
         echo "== $t"
         if [[ ! -x $bin/$t ]]; then fail "$t: not staged in $bin"; continue; fi
         $bin/$t >"$out/$t.log" 2>&1
         rc=$?
-        grep -E "^\[  (PASSED|FAILED|SKIPPED) |byte-identical|Failure|bands checked|worker:" "$out/$t.log" | sort | uniq -c
+        grep -E "^\[  (PASSED|FAILED|SKIPPED) |byte-identical|libjpeg-turbo checked|Failure|bands checked|worker:" \
+          "$out/$t.log" | sort | uniq -c
         ((rc == 0)) || fail "$t exited $rc (log: $t.log)"
         grep -q "^\[  PASSED  \] [1-9]" "$out/$t.log" || fail "$t: no test passed"
         # worker_test's /cpu cases of GPU-only behaviour skip by design; a /gpu case or
@@ -38,6 +42,11 @@ for part in $parts; do
       for t in gpu_encoder_test gpu_scale_test; do
         cases=$(sed -nE 's/.*byte-identical cases: ([0-9]+).*/\1/p' "$out/$t.log" | tail -1)
         ((${cases:-0} > 0)) || fail "$t: no byte-identical cases were compared"
+      done
+      for t in gpu_encoder_test worker_test; do
+        decoded=$(sed -nE 's/^libjpeg-turbo checked outputs: ([0-9]+)/\1/p' "$out/$t.log" | awk '{n += $1} END {print n + 0}')
+        ((decoded > 0)) || fail "$t: no output was decoded by libjpeg-turbo"
+        echo "$t: $decoded outputs decoded by libjpeg-turbo"
       done ;;
     doctor)
       $bin/conveyor-doctor 2>&1 | tee "$out/doctor.log"

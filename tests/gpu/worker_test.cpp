@@ -2,7 +2,9 @@
 // GPU is present (skipping with the runtime's reason elsewhere): output identical to
 // the CPU encoder, no slot reused before its copy completed (poison), band readback
 // ordered after its band, survival of an injected runtime error, backpressure, and
-// refusal of bad input. Free of FFmpeg and gRPC so it runs on the GPU host as built.
+// refusal of bad input. The outputs of the order and rendition tests are also decoded by
+// libjpeg-turbo and measured against the source (libjpeg_turbo_check.h). Free of FFmpeg
+// and gRPC so it runs on the GPU host as built.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -11,6 +13,7 @@
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <future>
@@ -20,6 +23,7 @@
 
 #include "cpu_encoder.h"
 #include "gpu_encoder.h"
+#include "libjpeg_turbo_check.h"
 #include "scale_cpu.h"
 #include "synthetic_frame.h"
 #include "worker.h"
@@ -105,6 +109,8 @@ void SubmitAll(Worker& worker, const std::vector<Case>& cases, Collector& got,
   worker.Flush();
 }
 
+// Each output equals the CPU encoder's and passes libjpeg-turbo's check against its
+// source; prints how many were decoded (tests/gpu/h200_run.sh requires some).
 void ExpectMatchesCpuEncoder(const std::vector<Case>& cases, Collector& got) {
   CpuJpegEncoder reference(0);
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -113,8 +119,12 @@ void ExpectMatchesCpuEncoder(const std::vector<Case>& cases, Collector& got) {
     const FrameResult& r = got.results.at(i);
     ASSERT_TRUE(r.status.ok()) << "frame " << i << ": " << r.status.ToString();
     ASSERT_EQ(r.jpeg.size(), 1u);
-    ASSERT_EQ(r.jpeg[0].ToVector(), *want) << "frame " << i << " differs from the CPU encoder";
+    const std::vector<uint8_t> jpeg = r.jpeg[0].ToVector();
+    ASSERT_EQ(jpeg, *want) << "frame " << i << " differs from the CPU encoder";
+    const Status decoded = testing::CheckAgainstLibjpegTurbo(cases[i].frame.view, cases[i].params, jpeg);
+    ASSERT_TRUE(decoded.ok()) << "frame " << i << ": " << decoded.ToString();
   }
+  std::printf("libjpeg-turbo checked outputs: %zu\n", cases.size());
 }
 
 TEST_P(WorkerTest, OutputMatchesCpuEncoderInSubmissionOrder) {
@@ -615,8 +625,8 @@ void SubmitJobs(Worker& worker, const std::vector<Job>& jobs, Collector& got, si
   }
 }
 
-// Every rendition of every job equals scaling on the CPU and encoding that; returns how
-// many were checked.
+// Every rendition of every job equals scaling on the CPU and encoding that, and passes
+// libjpeg-turbo's check against the scaled frame; returns how many were checked.
 int ExpectRenditionsMatchCpu(const std::vector<Job>& jobs, Collector& got) {
   CpuJpegEncoder reference(0);
   int checked = 0;
@@ -640,7 +650,10 @@ int ExpectRenditionsMatchCpu(const std::vector<Job>& jobs, Collector& got) {
       auto want = reference.Encode(scaled->view, rd.params);
       EXPECT_TRUE(want.ok());
       if (!want.ok()) continue;
-      EXPECT_EQ(r.jpeg[k].ToVector(), *want) << "job " << i << " rendition " << k << " (" << w << "x" << h << ")";
+      const std::vector<uint8_t> jpeg = r.jpeg[k].ToVector();
+      EXPECT_EQ(jpeg, *want) << "job " << i << " rendition " << k << " (" << w << "x" << h << ")";
+      const Status decoded = testing::CheckAgainstLibjpegTurbo(scaled->view, rd.params, jpeg);
+      EXPECT_TRUE(decoded.ok()) << "job " << i << " rendition " << k << ": " << decoded.ToString();
       ++checked;
     }
   }

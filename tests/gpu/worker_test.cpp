@@ -31,11 +31,22 @@
 namespace conveyor {
 namespace {
 
+// Keeps each frame's result. A collector flushes the worker its callbacks were made for
+// before it goes, so that a test which returns early on a failure (with frames still in
+// flight) leaves no callback to write into it afterwards.
 struct Collector {
   std::mutex mu;
   std::map<uint64_t, FrameResult> results;
   std::vector<uint64_t> order;
-  std::function<void(FrameResult&&)> Callback() {
+  Worker* worker = nullptr;
+  Collector() = default;
+  Collector(const Collector&) = delete;
+  Collector& operator=(const Collector&) = delete;
+  ~Collector() {
+    if (worker != nullptr) worker->Flush();
+  }
+  std::function<void(FrameResult&&)> Callback(Worker& w) {
+    worker = &w;
     return [this](FrameResult&& r) {
       std::lock_guard<std::mutex> lock(mu);
       order.push_back(r.id);
@@ -103,7 +114,7 @@ void SubmitAll(Worker& worker, const std::vector<Case>& cases, Collector& got,
     req.frame = cases[i].frame.view;
     req.renditions = {Rendition{0, 0, cases[i].params}};
     if (stream_of) req.stream = stream_of(i);
-    req.on_done = got.Callback();
+    req.on_done = got.Callback(worker);
     ASSERT_TRUE(worker.Submit(std::move(req)).ok()) << "frame " << i;
   }
   worker.Flush();
@@ -160,7 +171,7 @@ TEST_P(WorkerTest, SlotsAreFreeBeforeTheirFramesAreHandedOver) {
     req.id = i;
     req.frame = cases[i].frame.view;
     req.renditions = {Rendition{0, 0, cases[i].params}};
-    auto collect = got.Callback();
+    auto collect = got.Callback(*worker);
     if (i == 0) {
       req.on_done = [&, collect](FrameResult&& r) {
         std::unique_lock<std::mutex> lock(mu);
@@ -460,7 +471,7 @@ int SubmitFromRegisteredArena(Worker& worker,
                                     frame.view.matrix, frame.view.range)
                     .value();
     req.renditions = {Rendition{0, 0, cases[i].params}};
-    req.on_done = got.Callback();
+    req.on_done = got.Callback(worker);
     hand_back(req, mine, frame.bytes.size(), &handed_back);
     EXPECT_TRUE(worker.Submit(std::move(req)).ok());
   }
@@ -539,7 +550,7 @@ TEST_P(WorkerTest, OwnedFramesAreReadBeforeTheirOwnerIsDropped) {
       dropped.fetch_add(1);
       delete m;
     });
-    auto deliver = got.Callback();
+    auto deliver = got.Callback(*worker);
     req.on_done = [&, deliver, i](FrameResult&& r) {
       dropped_before_delivery[i] = dropped.load();
       deliver(std::move(r));
@@ -589,7 +600,7 @@ TEST_P(WorkerTest, ReadOnlyMappedMemoryIsRegisteredAndReadInPlace) {
                                       v.matrix, v.range)
                       .value();
       req.renditions = {Rendition{0, 0, cases[i].params}};
-      req.on_done = got.Callback();
+      req.on_done = got.Callback(*worker);
       req.on_input_released = [&released] { released.fetch_add(1); };
       ASSERT_TRUE(worker->Submit(std::move(req)).ok()) << "frame " << i;
     }
@@ -620,7 +631,7 @@ void SubmitJobs(Worker& worker, const std::vector<Job>& jobs, Collector& got, si
     req.id = i;
     req.frame = jobs[i].frame.view;
     req.renditions = jobs[i].renditions;
-    req.on_done = got.Callback();
+    req.on_done = got.Callback(worker);
     ASSERT_TRUE(worker.Submit(std::move(req)).ok()) << "job " << i;
   }
 }
@@ -896,7 +907,7 @@ TEST_P(WorkerTest, AFaultSoakFailsOnlyTheFramesItTouched) {
     req.frame = jobs[i].frame.view;
     req.renditions = jobs[i].renditions;
     req.stream = stream_of(i);
-    req.on_done = got.Callback();
+    req.on_done = got.Callback(*worker);
     ASSERT_TRUE(worker->Submit(std::move(req)).ok()) << "job " << i;
   }
   worker->Flush();

@@ -19,6 +19,9 @@ if [[ "${1:-}" == "--test" ]]; then
   packages+=(python3-grpcio python3-protobuf grpc-proto)
   # tests/fuzz: clang with libFuzzer and the sanitizer runtimes, llvm-symbolizer for traces.
   packages+=(clang-15 libclang-common-15-dev llvm-15)
+  # tests/run.sh: the CPU encoder's baseline code (the target_clones "default" variants and
+  # the portable DCT) run on an emulated CPU without AVX2 (qemu-x86_64 -cpu Westmere).
+  packages+=(qemu-user)
 fi
 
 missing=()

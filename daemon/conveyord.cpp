@@ -20,6 +20,7 @@
 #include "daemon_config.h"
 #include "doctor.h"
 #include "endpoints_file.h"
+#include "ffmpeg_log.h"
 #include "gpu_encoder.h"
 #include "heartbeat.h"
 #include "logging.h"
@@ -129,6 +130,7 @@ int Run(int argc, char** argv) {
     std::fprintf(stderr, "conveyord: %s\n", s.ToString().c_str());
     return 2;
   }
+  RouteFfmpegLogToDaemonLog();
   spdlog::info("conveyord {} starting{}", config::ConveyorVersion(),
                cl->config_path.empty() ? "" : " with " + cl->config_path);
   for (const std::string& notice : cl->notices) spdlog::warn("{}", notice);

@@ -141,6 +141,12 @@ inline const Field kFields[] = {
      0, 256},
     {"workers", "drain_timeout_s", &DaemonConfig::drain_timeout_s, "--drain-timeout",
      "On SIGTERM, seconds running sessions get to finish before they are cancelled.", 0, 86400},
+
+    {"color", "untagged_matrix", &DaemonConfig::untagged_matrix, "--untagged-matrix",
+     "YCbCr matrix assumed for container input that signals none: bt601, bt709 or by-size.\n"
+     "bt601 is what FFmpeg's libswscale assumes, so `ffmpeg -i IN out.jpg` and conveyord\n"
+     "give the same colours. by-size guesses BT.709 from 1280x720 up and BT.601 below, as\n"
+     "many players do. Raw input states its matrix in RawInput.color_matrix."},
 };
 
 // "limits.max_sessions": the field as the file names it.

@@ -192,6 +192,10 @@ Status DaemonConfig::Validate() const {
     return InvalidArgument("workers.workers: unknown value '" + workers +
                            "' (expected auto, gpu or cpu)");
   }
+  if (untagged_matrix != "bt601" && untagged_matrix != "bt709" && untagged_matrix != "by-size") {
+    return InvalidArgument("color.untagged_matrix: unknown value '" + untagged_matrix +
+                           "' (expected bt601, bt709 or by-size)");
+  }
   return OkStatus();
 }
 

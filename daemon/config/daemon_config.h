@@ -51,6 +51,8 @@ struct DaemonConfig {
   int cpu_threads = 0;                    // 0: one per hardware thread
   int decode_threads = 0;                 // FFmpeg frame threads per session; 0: FFmpeg's choice
   double drain_timeout_s = 30;            // on SIGTERM, seconds sessions get before cancellation
+  // [color]
+  std::string untagged_matrix = "bt601";  // YCbCr matrix of input that signals none: bt601, bt709, by-size
 
   // TLS is configured (certificate and key): TCP listeners serve TLS.
   bool tls_enabled() const { return !tls_cert_file.empty(); }

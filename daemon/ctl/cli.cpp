@@ -118,6 +118,9 @@ int RunConveyorctl(int argc, const char* const* argv, std::ostream& out, std::os
       ->type_name("NAME");
   transcode_cmd->add_flag("--audio", t.audio,
                           "Copy the input's first audio stream (container output).");
+  transcode_cmd->add_flag("--strict", t.strict,
+                          "Fail on the first decode error, read error or sign of a cut-off input. Without\n"
+                          "it, damage is concealed as the ffmpeg CLI conceals it and the summary counts it.");
   transcode_cmd
       ->add_option("--label", t.label,
                    "Shown in 'conveyorctl sessions' (default: the input's name).")

@@ -77,6 +77,7 @@ std::string DescribeStarted(const v1::Started& s) {
   if (s.rotation_degrees() != 0) {
     out += ", rotation " + std::to_string(s.rotation_degrees()) + " degrees";
   }
+  for (const std::string& note : s.notes()) out += "\nnote: " + note;
   return out;
 }
 
@@ -89,6 +90,10 @@ std::string DescribeSummary(const v1::Summary& s) {
     char buf[32];
     std::snprintf(buf, sizeof(buf), " (%.1f fps)", s.frames_out() / s.wall_seconds());
     out += buf;
+  }
+  if (s.decode_errors() > 0 || s.frames_dropped() > 0 || s.truncated()) {
+    out += "\ndamaged input: " + std::to_string(s.decode_errors()) + " decode errors concealed, " +
+           std::to_string(s.frames_dropped()) + " frames dropped" + (s.truncated() ? ", truncated" : "");
   }
   if (s.stages_size() > 0) {
     out += "\nstages:";

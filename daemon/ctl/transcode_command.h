@@ -30,6 +30,7 @@ struct TranscodeOptions {
   std::string raw;                      // "": container input; else FORMAT:WxH[:FPS]
   std::string format_hint;              // FFmpeg demuxer name for container input
   bool audio = false;                   // copy the first audio stream (container output)
+  bool strict = false;                  // ContainerInput.strict: damaged input fails the call
   std::string label;                    // client_label; empty: the input's file name
   bool progress = false;                // Progress lines on stderr
   // A one-line progress bar on stderr (frames, fps, input read, ETA); on by default when

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -62,6 +63,7 @@ StatusOr<std::unique_ptr<ContainerDecoder>> ContainerDecoder::Open(ByteQueue* in
   if (input == nullptr) return InvalidArgument("ContainerDecoder: no input queue");
   if (options.avio_buffer_bytes < 4096) return InvalidArgument("ContainerDecoder: avio_buffer_bytes < 4096");
   std::unique_ptr<ContainerDecoder> d(new ContainerDecoder(input, options));
+  DemuxErrorCapture capture(&d->demux_errors_);
   RETURN_IF_ERROR(d->OpenInput());
   RETURN_IF_ERROR(d->OpenVideoDecoder());
   return d;
@@ -239,28 +241,113 @@ Status ContainerDecoder::OpenVideoDecoder() {
   return OkStatus();
 }
 
+InputDamage ContainerDecoder::damage() const {
+  InputDamage d = damage_;
+  d.decode_errors += demux_errors_.count;
+  if (d.first_error.empty()) d.first_error = demux_errors_.first;
+  return d;
+}
+
+Status ContainerDecoder::CheckStrictDemux() const {
+  if (!options_.strict || demux_errors_.count == 0) return OkStatus();
+  return InvalidArgument("the demuxer reported an error: " + demux_errors_.first);
+}
+
+void ContainerDecoder::Remember(const std::string& what) {
+  if (damage_.first_error.empty()) damage_.first_error = what;
+}
+
+Status ContainerDecoder::DecodeError(int err, const char* call) {
+  if (options_.strict || err == AVERROR(ENOMEM) || input_->cancelled()) return Failure(err, call);
+  ++damage_.decode_errors;
+  Remember(FfmpegError(err, call).message() + " (video packet " + std::to_string(video_packets_ - 1) + ")");
+  return OkStatus();
+}
+
+Status ContainerDecoder::EndOfReadableInput(int err, const char* call) {
+  if (options_.strict || input_->cancelled() || moov_at_end_) return Failure(err, call);
+  damage_.truncated = true;
+  Remember(FfmpegError(err, call).message() + " after " + std::to_string(video_packets_) + " video packets");
+  return OkStatus();
+}
+
+Status ContainerDecoder::Drain() {
+  draining_ = true;
+  const int err = avcodec_send_packet(codec_.get(), nullptr);
+  if (err < 0 && err != AVERROR_EOF) return Failure(err, "avcodec_send_packet(drain)");
+  return OkStatus();
+}
+
+// The demuxer reached the end without an error: was the input whole?
+Status ContainerDecoder::CheckWholeInput(bool error_at_end) {
+  const int64_t indexed = format_->streams[video_.index]->nb_frames;
+  std::string why;
+  if (error_at_end) {
+    why = "the demuxer met the end inside an element: " + demux_errors_.first;
+  } else if (last_packet_cut_) {
+    why = "the last video packet is cut short";
+  } else if (std::strcmp(format_->iformat->name, "mpegts") == 0 && input_->bytes_read() % 188 != 0 &&
+             input_->bytes_read() % 192 != 0 && input_->bytes_read() % 204 != 0) {
+    // A transport stream is whole packets of 188 bytes (192 in M2TS, 204 with FEC);
+    // the demuxer drops a partial last one without a word.
+    why = "the transport stream ends inside a packet (" + std::to_string(input_->bytes_read()) + " bytes)";
+  } else if (indexed > 0 && video_packets_ < indexed) {
+    why = "the container lists " + std::to_string(indexed) + " video packets and " +
+          std::to_string(video_packets_) + " arrived";
+  }
+  if (why.empty()) return OkStatus();
+  if (options_.strict) return InvalidArgument("the input is truncated: " + why);
+  damage_.truncated = true;
+  Remember("truncated: " + why);
+  return OkStatus();
+}
+
 // Reads packets until one video packet (or, at the end of the input, the drain signal)
-// went to the decoder. Audio packets met on the way go to the sink.
+// went to the decoder. Audio packets met on the way go to the sink. A packet the decoder
+// refuses is skipped (DecodeError), as the ffmpeg CLI skips it.
 Status ContainerDecoder::FeedDecoder() {
   AVPacket* pkt = packet_.get();
   for (;;) {
+    const int64_t demux_errors_before = demux_errors_.count;
     int err = av_read_frame(format_.get(), pkt);
     if (err == AVERROR_EOF) {
       // The demuxer says EOF for a read error too; tell the two apart.
       if (input_->cancelled()) return Status(StatusCode::kCancelled, "av_read_frame: input cancelled");
+      RETURN_IF_ERROR(CheckStrictDemux());
       if (format_->pb != nullptr && format_->pb->error < 0 && format_->pb->error != AVERROR_EOF) {
-        return Failure(format_->pb->error, "av_read_frame");
+        RETURN_IF_ERROR(EndOfReadableInput(format_->pb->error, "av_read_frame"));
+      } else {
+        // An error logged by the read that found the end: the input stops inside an
+        // element (Matroska's "File ended prematurely").
+        RETURN_IF_ERROR(CheckWholeInput(demux_errors_.count > demux_errors_before));
       }
-      draining_ = true;
-      err = avcodec_send_packet(codec_.get(), nullptr);
-      if (err < 0 && err != AVERROR_EOF) return Failure(err, "avcodec_send_packet(drain)");
-      return OkStatus();
+      return Drain();
     }
-    if (err < 0) return Failure(err, "av_read_frame");
+    if (err < 0) {
+      // The ffmpeg CLI, too, ends an input on a read error and keeps what it decoded.
+      RETURN_IF_ERROR(EndOfReadableInput(err, "av_read_frame"));
+      return Drain();
+    }
+    RETURN_IF_ERROR(CheckStrictDemux());
     if (pkt->stream_index == video_.index) {
+      ++video_packets_;
+      // A corrupt packet (cut short, or the demuxer saw damage) still goes to the decoder,
+      // as the ffmpeg CLI sends it; one cut short at the very end is a truncation.
+      last_packet_cut_ = (pkt->flags & AV_PKT_FLAG_CORRUPT) != 0;
+      if (last_packet_cut_) {
+        if (options_.strict) {
+          av_packet_unref(pkt);
+          return InvalidArgument("video packet " + std::to_string(video_packets_ - 1) + " is corrupt");
+        }
+        ++damage_.decode_errors;
+        Remember("video packet " + std::to_string(video_packets_ - 1) + " is corrupt");
+      }
       err = avcodec_send_packet(codec_.get(), pkt);
       av_packet_unref(pkt);
-      if (err < 0) return Failure(err, "avcodec_send_packet");
+      if (err < 0) {
+        RETURN_IF_ERROR(DecodeError(err, "avcodec_send_packet"));
+        continue;
+      }
       return OkStatus();
     }
     Status sunk;
@@ -278,7 +365,7 @@ void ContainerDecoder::FillFrame(DecodedFrame* out) {
   out->width = f->width;
   out->height = f->height;
   out->format = static_cast<AVPixelFormat>(f->format);
-  out->color = ColorOf(*f);
+  out->color = ColorOf(*f, options_.untagged_matrix);
   out->sample_aspect = f->sample_aspect_ratio.num != 0 ? f->sample_aspect_ratio : video_.sample_aspect;
   const AVFrameSideData* sd = av_frame_get_side_data(f, AV_FRAME_DATA_DISPLAYMATRIX);
   out->rotation_degrees = sd != nullptr ? ClockwiseRotation(sd->data, sd->size) : stream_rotation_;
@@ -286,6 +373,7 @@ void ContainerDecoder::FillFrame(DecodedFrame* out) {
 
 StatusOr<bool> ContainerDecoder::Next(DecodedFrame* out) {
   if (out == nullptr) return InvalidArgument("ContainerDecoder::Next: no output frame");
+  DemuxErrorCapture capture(&demux_errors_);
   if (!out->frame) {
     ASSIGN_OR_RETURN(out->frame, AllocFrame());
   }
@@ -293,14 +381,27 @@ StatusOr<bool> ContainerDecoder::Next(DecodedFrame* out) {
     if (finished_) return false;
     const int err = avcodec_receive_frame(codec_.get(), out->frame.get());
     if (err >= 0) {
+      receive_errors_in_a_row_ = 0;
       FillFrame(out);
+      const AVFrame* f = out->frame.get();
+      if (f->decode_error_flags != 0 || (f->flags & AV_FRAME_FLAG_CORRUPT) != 0) {
+        if (options_.strict) return InvalidArgument("frame " + std::to_string(out->number) + " is damaged");
+        ++damage_.decode_errors;
+        Remember("frame " + std::to_string(out->number) + " decoded with concealed damage");
+      }
       return true;
     }
     if (err == AVERROR_EOF) {
       finished_ = true;
       return false;
     }
-    if (err != AVERROR(EAGAIN)) return Failure(err, "avcodec_receive_frame");
+    if (err != AVERROR(EAGAIN)) {
+      // A frame the decoder could not finish; the next call goes on with the next one. A
+      // decoder that only fails would loop here: that ends the input.
+      RETURN_IF_ERROR(DecodeError(err, "avcodec_receive_frame"));
+      if (++receive_errors_in_a_row_ > kMaxReceiveErrorsInARow) return Failure(err, "avcodec_receive_frame");
+      continue;
+    }
     if (draining_) return Internal("avcodec_receive_frame: decoder asked for input after the drain");
     RETURN_IF_ERROR(FeedDecoder());
   }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "byte_queue.h"
+#include "demux_errors.h"
 #include "ffmpeg_handles.h"
 #include "frame_convert.h"
 #include "mp4_box_scanner.h"
@@ -45,6 +46,23 @@ struct DecoderOptions {
   // before FFmpeg allocates one: while probing, when the decoder opens and on every
   // frame, so a header claiming 100000x100000 (or 16000x16000) costs nothing.
   int64_t max_pixels = 0;
+  UntaggedMatrix untagged_matrix = UntaggedMatrix::kBt601;  // for DecodedFrame::color
+  // false (the default, as the ffmpeg CLI): a packet the decoder refuses is counted and
+  // skipped, and a read error or a cut-off end ends the input with the frames decoded so
+  // far (InputDamage says what happened). true: the first such error fails Next().
+  bool strict = false;
+};
+
+// What a damaged input cost, as far as the decoder could tell (strict off).
+struct InputDamage {
+  // Errors FFmpeg reported on the input: the demuxer's (damage it skipped, corrupt video
+  // packets) and the video decoder's (packets it refused, frames it could not finish,
+  // frames it delivered with concealed damage: AVFrame::decode_error_flags).
+  int64_t decode_errors = 0;
+  // The input ended early: a read error, a packet cut short at the end, or fewer video
+  // packets than the container's index lists.
+  bool truncated = false;
+  std::string first_error;  // the first error's text, for the session's one log line
 };
 
 struct VideoStreamInfo {
@@ -110,6 +128,7 @@ class ContainerDecoder {
   StatusOr<bool> Next(DecodedFrame* out);
 
   int64_t frames_decoded() const { return frames_; }
+  InputDamage damage() const;
 
  private:
   ContainerDecoder(ByteQueue* input, const DecoderOptions& options);
@@ -117,7 +136,14 @@ class ContainerDecoder {
   Status CheckPictureSizes() const;
   Status OpenVideoDecoder();
   Status FeedDecoder();
+  Status Drain();
+  Status CheckWholeInput(bool error_at_end);
   Status Failure(int err, const char* call) const;
+  // A decode error, counted (strict off) or returned (strict on).
+  Status DecodeError(int err, const char* call);
+  // The demuxer stopped on `err` (not a clean EOF): strict fails, else the input ends here.
+  Status EndOfReadableInput(int err, const char* call);
+  void Remember(const std::string& what);
   void FillFrame(DecodedFrame* out);
 
   static int ReadCallback(void* opaque, uint8_t* buf, int size);
@@ -141,6 +167,14 @@ class ContainerDecoder {
   bool draining_ = false;
   bool finished_ = false;
   int64_t frames_ = 0;
+  int64_t video_packets_ = 0;
+  static constexpr int kMaxReceiveErrorsInARow = 1000;
+  int receive_errors_in_a_row_ = 0;
+  bool last_packet_cut_ = false;  // the last video packet read was cut short (AV_PKT_FLAG_CORRUPT at the end)
+  InputDamage damage_;        // the decoder's part and truncation
+  DemuxErrors demux_errors_;  // the demuxer's logged errors, counted while Open/Next run
+  // Strict: the demuxer's first logged error fails the input.
+  Status CheckStrictDemux() const;
 };
 
 }  // namespace conveyor::media

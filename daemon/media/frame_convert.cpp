@@ -61,7 +61,26 @@ int TagBits(const Enum& field) {
 
 }  // namespace
 
-FrameColor ColorOf(const AVFrame& frame) {
+std::optional<UntaggedMatrix> ParseUntaggedMatrix(const std::string& name) {
+  if (name == "bt601") return UntaggedMatrix::kBt601;
+  if (name == "bt709") return UntaggedMatrix::kBt709;
+  if (name == "by-size") return UntaggedMatrix::kBySize;
+  return std::nullopt;
+}
+
+const char* UntaggedMatrixName(UntaggedMatrix m) {
+  switch (m) {
+    case UntaggedMatrix::kBt601:
+      return "bt601";
+    case UntaggedMatrix::kBt709:
+      return "bt709";
+    case UntaggedMatrix::kBySize:
+      return "by-size";
+  }
+  return "?";
+}
+
+FrameColor ColorOf(const AVFrame& frame, UntaggedMatrix untagged) {
   FrameColor c;
   const auto format = static_cast<AVPixelFormat>(frame.format);
   c.range = (IsJpegRangeFormat(format) || TagBits(frame.color_range) == AVCOL_RANGE_JPEG) ? ColorRange::kFull
@@ -82,9 +101,20 @@ FrameColor ColorOf(const AVFrame& frame) {
       c.matrix = ColorMatrix::kBt601;
       break;
     default:
-      // Unspecified: what players assume, HD and up is BT.709, SD is BT.601.
+      // Unspecified. libswscale reads it as BT.601 (its SWS_CS_DEFAULT coefficients), so
+      // that is what the ffmpeg CLI's output of the same file shows.
       c.matrix_signalled = false;
-      c.matrix = (frame.width >= 1280 || frame.height >= 720) ? ColorMatrix::kBt709 : ColorMatrix::kBt601;
+      switch (untagged) {
+        case UntaggedMatrix::kBt601:
+          c.matrix = ColorMatrix::kBt601;
+          break;
+        case UntaggedMatrix::kBt709:
+          c.matrix = ColorMatrix::kBt709;
+          break;
+        case UntaggedMatrix::kBySize:
+          c.matrix = (frame.width >= 1280 || frame.height >= 720) ? ColorMatrix::kBt709 : ColorMatrix::kBt601;
+          break;
+      }
       break;
   }
   return c;
@@ -180,7 +210,7 @@ StatusOr<ConvertedFrame> FrameConverter::Convert(const AVFrame& frame, uint8_t* 
     return InvalidArgument("frame " + std::to_string(frame.width) + "x" + std::to_string(frame.height) +
                            " is larger than the encoder's " + std::to_string(kMaxDimension) + " limit");
   }
-  const FrameColor color = ColorOf(frame);
+  const FrameColor color = ColorOf(frame, untagged_);
   ConvertedFrame out;
   out.source_format = src_format;
   out.view.width = frame.width;

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "ffmpeg_handles.h"
@@ -20,15 +21,25 @@ extern "C" {
 
 namespace conveyor::media {
 
+// The matrix assumed for a frame that does not signal one.
+enum class UntaggedMatrix : uint8_t {
+  kBt601,   // what FFmpeg's libswscale (and so `ffmpeg -i IN out.jpg`) assumes: the default
+  kBt709,
+  kBySize,  // BT.709 from 1280 wide or 720 high up, else BT.601, as many players guess
+};
+// "bt601", "bt709", "by-size"; nullopt for anything else.
+std::optional<UntaggedMatrix> ParseUntaggedMatrix(const std::string& name);
+const char* UntaggedMatrixName(UntaggedMatrix m);
+
 // Colour signalling of a frame as the encoder understands it.
 struct FrameColor {
   ColorMatrix matrix = ColorMatrix::kBt601;
   // false when the frame does not say (AVCOL_SPC_UNSPECIFIED and the like) and the
-  // matrix was guessed from the size: BT.709 from 1280 wide or 720 high up, else BT.601.
+  // matrix is the UntaggedMatrix policy's.
   bool matrix_signalled = false;
   ColorRange range = ColorRange::kLimited;  // yuvj* formats are full range by definition
 };
-FrameColor ColorOf(const AVFrame& frame);
+FrameColor ColorOf(const AVFrame& frame, UntaggedMatrix untagged = UntaggedMatrix::kBt601);
 
 // The encoder format a decoder format passes through as, or nullopt when it needs a
 // conversion. yuvj422p and yuvj444p pass through as yuv422p/yuv444p with full range
@@ -51,7 +62,7 @@ struct ConvertedFrame {
 
 class FrameConverter {
  public:
-  FrameConverter() = default;
+  explicit FrameConverter(UntaggedMatrix untagged = UntaggedMatrix::kBt601) : untagged_(untagged) {}
   FrameConverter(const FrameConverter&) = delete;
   FrameConverter& operator=(const FrameConverter&) = delete;
 
@@ -76,6 +87,7 @@ class FrameConverter {
   };
   Status Prepare(const Key& key);
 
+  const UntaggedMatrix untagged_;
   SwsContextPtr sws_;
   Key key_;
   std::vector<uint8_t> owned_;

@@ -154,6 +154,27 @@ StatusOr<DaemonMetrics> DaemonMetrics::Create(Registry& r, const BuildInfo& buil
   ASSIGN_OR_RETURN(m.device_memory_used_,
                    r.AddGauge(Spec("conveyor_device_memory_used_bytes",
                                    "Device memory the worker has allocated.", {"device"})));
+  ASSIGN_OR_RETURN(m.decode_errors_,
+                   r.AddCounter(Spec("conveyor_decode_errors_total",
+                                     "Errors the video decoder reported on container input and the session "
+                                     "concealed (a refused packet, an unfinished frame, a frame with "
+                                     "concealed damage), by codec.",
+                                     {"codec"}, kMaxCodecsPerFamily)));
+  ASSIGN_OR_RETURN(m.frames_dropped_,
+                   r.AddCounter(Spec("conveyor_frames_dropped_total",
+                                     "Decoded frames not encoded because their pts was not after the "
+                                     "previous frame's (container output), by codec.",
+                                     {"codec"}, kMaxCodecsPerFamily)));
+  ASSIGN_OR_RETURN(m.inputs_truncated_,
+                   r.AddCounter(Spec("conveyor_inputs_truncated_total",
+                                     "Container inputs that ended early (a read error, a packet cut short, "
+                                     "fewer packets than the index lists) and were transcoded as far as "
+                                     "they went, by codec.",
+                                     {"codec"}, kMaxCodecsPerFamily)));
+  // The overflow children exist before any input's codec can fill the families.
+  for (CounterFamily* f : {m.decode_errors_, m.frames_dropped_, m.inputs_truncated_}) {
+    RETURN_IF_ERROR(f->WithLabels({"other"}).status());
+  }
   ASSIGN_OR_RETURN(m.worker_restarts_,
                    r.AddCounter(Spec("conveyor_worker_restarts_total",
                                      "Times a worker was restarted after a device error.",
@@ -185,6 +206,24 @@ StatusOr<Counter*> DaemonMetrics::FramesOut(const std::string& device, const std
   StatusOr<Counter*> c = frames_out_->WithLabels({device, rendition});
   if (c.ok() || c.status().code() != StatusCode::kResourceExhausted) return c;
   return frames_out_->WithLabels({device, kOtherRendition});
+}
+
+namespace {
+
+StatusOr<Counter*> CodecChild(CounterFamily* family, const std::string& codec) {
+  StatusOr<Counter*> c = family->WithLabels({codec});
+  if (c.ok() || c.status().code() != StatusCode::kResourceExhausted) return c;
+  return family->WithLabels({"other"});
+}
+
+}  // namespace
+
+StatusOr<Counter*> DaemonMetrics::DecodeErrors(const std::string& codec) { return CodecChild(decode_errors_, codec); }
+StatusOr<Counter*> DaemonMetrics::FramesDropped(const std::string& codec) {
+  return CodecChild(frames_dropped_, codec);
+}
+StatusOr<Counter*> DaemonMetrics::InputsTruncated(const std::string& codec) {
+  return CodecChild(inputs_truncated_, codec);
 }
 
 StatusOr<ScopedCallback> DaemonMetrics::BindSessionsActive(std::function<double()> fn) {

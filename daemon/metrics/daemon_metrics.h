@@ -76,6 +76,15 @@ class DaemonMetrics {
     return *sessions_rejected_[static_cast<size_t>(reason)];
   }
 
+  // Damaged container input, by the video codec ("h264"): errors the decoder reported
+  // (counted and concealed), decoded frames dropped for a pts that did not increase, and
+  // inputs that ended early. Codecs come from the accepted list, but the families are
+  // capped all the same; past the cap a codec counts as "other".
+  StatusOr<Counter*> DecodeErrors(const std::string& codec);
+  StatusOr<Counter*> FramesDropped(const std::string& codec);
+  StatusOr<Counter*> InputsTruncated(const std::string& codec);
+  static constexpr size_t kMaxCodecsPerFamily = 32;
+
   // Scrape-time gauges. Keep the returned bindings alive exactly as long as what the
   // functions read (the session manager, the scheduler).
   StatusOr<ScopedCallback> BindSessionsActive(std::function<double()> fn);
@@ -99,6 +108,9 @@ class DaemonMetrics {
   CounterFamily* bytes_in_ = nullptr;
   CounterFamily* bytes_out_ = nullptr;
   CounterFamily* worker_restarts_ = nullptr;
+  CounterFamily* decode_errors_ = nullptr;
+  CounterFamily* frames_dropped_ = nullptr;
+  CounterFamily* inputs_truncated_ = nullptr;
   GaugeFamily* stream_overlap_ = nullptr;
   HistogramFamily* stage_duration_ = nullptr;
   HistogramFamily* frame_latency_ = nullptr;

@@ -47,6 +47,7 @@ StatusOr<Job> ParseJobSpec(const v1::JobSpec& spec, const JobLimits& limits) {
     case v1::JobSpec::kContainer:
       job.container_input = true;
       job.format_hint = spec.container().format_hint();
+      job.strict = spec.container().strict();
       break;
     case v1::JobSpec::kRaw: {
       const v1::RawInput& raw = spec.raw();

@@ -32,6 +32,7 @@ struct RequestedRendition {
 struct Job {
   bool container_input = true;
   std::string format_hint;
+  bool strict = false;  // ContainerInput.strict: damaged input fails instead of being concealed
   // Raw input only.
   PixelFormat raw_format = PixelFormat::kYuv420p;
   int raw_width = 0, raw_height = 0;

@@ -120,6 +120,9 @@ void Session::Run() {
     summary->set_bytes_in(bytes_in_.load());
     summary->set_bytes_out(bytes_out_.load());
     summary->set_wall_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
+    summary->set_decode_errors(decode_errors_.load());
+    summary->set_frames_dropped(frames_dropped_.load());
+    summary->set_truncated(truncated_.load());
     // Summed over frames; the stages of different frames overlap in time.
     const std::pair<const char*, double> stages[] = {
         {"decode", decode_seconds_}, {"queue", queue_seconds_}, {"encode", encode_seconds_},
@@ -143,10 +146,21 @@ void Session::Run() {
     s = failure_;  // the first failure explains the session's end
   }
   StopOutput();  // every frame is written, or the worker is past its return timeout
-  if (s.ok()) {
+  if (s.ok() && (decode_errors_.load() > 0 || frames_dropped_.load() > 0 || truncated_.load())) {
+    // One line for the session, however many packets were damaged (FFmpeg's own lines
+    // are at debug level).
+    spdlog::warn("session {}: done with a damaged input: {} decode errors concealed, {} frames dropped{}; first: {} "
+                 "({} frames in, {} out)",
+                 id_, decode_errors_.load(), frames_dropped_.load(), truncated_.load() ? ", truncated" : "",
+                 damage_note_, frames_in_.load(), frames_out_.load());
+  } else if (s.ok()) {
     spdlog::info("session {}: done, {} frames in, {} out", id_, frames_in_.load(), frames_out_.load());
-  } else {
+  } else if (s.code() == StatusCode::kCancelled) {
+    // The client went away or asked for it (CancelSession, a drain): not the service's failure.
     spdlog::info("session {}: ended: {} ({} frames in, {} out)", id_, s.ToString(), frames_in_.load(),
+                 frames_out_.load());
+  } else {
+    spdlog::warn("session {}: failed: {} ({} frames in, {} out)", id_, s.ToString(), frames_in_.load(),
                  frames_out_.load());
   }
   Touch();  // the reaper's clock for a client that does not read the end restarts here

@@ -25,6 +25,7 @@
 #include "byte_queue.h"
 #include "conveyor/v1/transcoder.pb.h"
 #include "frame_assembly_ring.h"
+#include "frame_convert.h"
 #include "job.h"
 #include "muxer.h"
 #include "scheduler.h"
@@ -32,6 +33,10 @@
 #include "shared_frames.h"
 #include "shared_jpegs.h"
 #include "status.h"
+
+namespace conveyor::media {
+class ContainerDecoder;
+}
 
 namespace conveyor {
 
@@ -65,6 +70,7 @@ struct SessionOptions {
   size_t input_bytes = 16 << 20;    // container bytes buffered
   uint64_t max_input_bytes = 64ull << 30;
   int decode_threads = 0;
+  media::UntaggedMatrix untagged_matrix = media::UntaggedMatrix::kBt601;  // container input without a matrix
   size_t message_bytes = 1 << 20;   // largest data field in one response
   const SessionMetricsContext* metrics = nullptr;  // none: count nothing
   // Registered memory for frames that arrive in frame_chunk messages, across sessions
@@ -136,6 +142,8 @@ class Session : public std::enable_shared_from_this<Session> {
  private:
   void Run();
   Status RunContainer();
+  // The decoder's damage counts into the session's (Progress, Summary) and the metrics.
+  void RecordDamage(const media::ContainerDecoder& decoder);
   Status RunRaw();
   // The raw input's frames, from messages or shared memory, to the worker until it ends.
   Status SubmitRawFrames();
@@ -204,6 +212,8 @@ class Session : public std::enable_shared_from_this<Session> {
   };
   // The frame in shared slot `slot` has been copied by the worker.
   void ReleaseSharedSlot(int slot);
+  // INVALID_ARGUMENT naming `what` unless `pts` is after the last raw frame's; raw_mu_ held.
+  Status CheckRawPtsLocked(const std::string& what, int64_t pts);
   std::mutex raw_mu_;
   std::condition_variable raw_cv_;
   std::deque<RawFrame> raw_frames_;
@@ -215,11 +225,14 @@ class Session : public std::enable_shared_from_this<Session> {
   std::shared_ptr<FrameAssemblyRing> assembly_ring_;  // guarded by raw_mu_; null: none
   bool raw_refused_ = false;
   bool input_ended_ = false;
+  bool have_last_raw_pts_ = false;  // guarded by raw_mu_, as last_raw_pts_
+  int64_t last_raw_pts_ = 0;
   std::string attach_socket_, attach_key_;       // set before Start()
   std::shared_ptr<SharedFrameMemory> shared_;    // guarded by raw_mu_
   bool attached_ = false;                        // guarded by raw_mu_
   std::atomic<uint32_t> shared_busy_{0};         // a bit per slot sent and not yet released
 
+  std::vector<std::string> notes_;  // Started.notes; the pipeline thread's, before BeginOutput
   std::vector<Rendition> renditions_;
   std::vector<std::unique_ptr<media::ContainerMuxer>> muxers_;
   std::mutex mux_mu_;  // muxers are written by the output thread (video) and Run (audio)
@@ -241,6 +254,10 @@ class Session : public std::enable_shared_from_this<Session> {
   bool cancelled_ = false;
 
   std::atomic<uint64_t> frames_in_{0}, frames_out_{0}, bytes_in_{0}, bytes_out_{0};
+  // Container input's damage (the pipeline thread writes them; Progress reads them).
+  std::atomic<uint64_t> decode_errors_{0}, frames_dropped_{0};
+  std::atomic<bool> truncated_{false};
+  std::string damage_note_;  // the first error, for the session's one warning; pipeline thread
   std::atomic<int64_t> last_activity_ns_{0};
   std::chrono::steady_clock::time_point last_progress_ = std::chrono::steady_clock::now();
   // Output thread only. handover: from the worker's finished encode to this session's

@@ -29,6 +29,15 @@ Status AsInputError(const Status& s) {
 
 }  // namespace
 
+void Session::RecordDamage(const media::ContainerDecoder& decoder) {
+  const media::InputDamage& d = decoder.damage();
+  const uint64_t errors = static_cast<uint64_t>(d.decode_errors);
+  const uint64_t before = decode_errors_.exchange(errors);
+  if (errors > before) meter_.DecodeErrors(errors - before);
+  if (d.truncated && !truncated_.exchange(true)) meter_.InputTruncated();
+  if (damage_note_.empty() && !d.first_error.empty()) damage_note_ = d.first_error;
+}
+
 StatusOr<bool> Session::TryPushContainerBytes(std::vector<uint8_t>& chunk) {
   if (!job_.container_input) return InvalidArgument("container_chunk: this job's input is raw frames");
   if (bytes_in_.load() + chunk.size() > options_.max_input_bytes) {
@@ -46,6 +55,8 @@ Status Session::RunContainer() {
   media::DecoderOptions o;
   o.format = job_.format_hint;
   o.threads = options_.decode_threads;
+  o.untagged_matrix = options_.untagged_matrix;
+  o.strict = job_.strict;
   o.audio = job_.audio;
   // Pictures past the size limit are refused before FFmpeg allocates them; the exact
   // per-dimension check follows in BeginOutput.
@@ -54,8 +65,11 @@ Status Session::RunContainer() {
   if (!opened.ok()) return AsInputError(opened.status());
   std::unique_ptr<media::ContainerDecoder> decoder = std::move(opened).value();
   const media::VideoStreamInfo& v = decoder->video();
+  meter_.SetCodec(v.codec);
   const media::AudioStreamInfo* audio = decoder->audio();
-  if (job_.audio && audio == nullptr) return InvalidArgument("spec.audio_passthrough: the input has no audio stream");
+  if (job_.audio && audio == nullptr) {
+    notes_.push_back("audio_passthrough: the input has no audio stream; the output has video only");
+  }
   if (v.frame_rate.num > 0 && v.frame_rate.den > 0 &&
       static_cast<double>(v.frame_rate.num) / v.frame_rate.den > options_.limits.max_frame_rate) {
     return InvalidArgument("input: frame rate " + std::to_string(v.frame_rate.num) + "/" +
@@ -71,16 +85,26 @@ Status Session::RunContainer() {
       return OkStatus();
     });
   }
-  media::FrameConverter converter;
+  media::FrameConverter converter(options_.untagged_matrix);
   media::DecodedFrame f;
+  bool have_last_pts = false;
+  int64_t last_pts = 0;
   for (;;) {
     const auto decode_start = std::chrono::steady_clock::now();
     StatusOr<bool> more = decoder->Next(&f);
     const double decode_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - decode_start).count();
     decode_seconds_ += decode_seconds;
+    RecordDamage(*decoder);
     if (!more.ok()) return AsInputError(more.status());
-    if (!*more) return OkStatus();
+    if (!*more) {
+      if (frames_in_.load() == 0 && decoder->damage().decode_errors > 0) {
+        return InvalidArgument("input: no frame could be decoded (" +
+                               std::to_string(decoder->damage().decode_errors) +
+                               " decode errors; first: " + decoder->damage().first_error + ")");
+      }
+      return OkStatus();
+    }
     if (f.width != v.width || f.height != v.height) {
       return InvalidArgument("input: frame " + std::to_string(f.number) + " is " + std::to_string(f.width) + "x" +
                              std::to_string(f.height) + ", the stream started at " + std::to_string(v.width) + "x" +
@@ -104,6 +128,18 @@ Status Session::RunContainer() {
     }
     if (!converted.ok()) return AsInputError(converted.status());
     const int64_t pts = f.pts == AV_NOPTS_VALUE ? f.number : f.pts;
+    if (job_.container_output && have_last_pts && pts <= last_pts) {
+      // A muxer takes only increasing pts; the ffmpeg CLI drops such a frame too.
+      frames_dropped_++;
+      meter_.FrameDropped();
+      if (damage_note_.empty()) {
+        damage_note_ = "frame " + std::to_string(f.number) + " dropped: pts " + std::to_string(pts) +
+                       " is not after " + std::to_string(last_pts);
+      }
+      continue;
+    }
+    have_last_pts = true;
+    last_pts = pts;
     RETURN_IF_ERROR(SubmitFrame(converted->view, pts, std::move(keepalive)));
   }
 }

@@ -30,6 +30,29 @@ void SessionMeter::SetRenditions(const std::vector<std::string>& renditions) {
   }
 }
 
+void SessionMeter::SetCodec(const std::string& codec) {
+  if (daemon_ == nullptr) return;
+  const auto take = [&](StatusOr<metrics::Counter*> c, const char* what) -> metrics::Counter* {
+    if (!c.ok()) spdlog::warn("metrics: {} of codec {}: {}", what, codec, c.status().ToString());
+    return c.ok() ? *c : nullptr;
+  };
+  decode_errors_ = take(daemon_->DecodeErrors(codec), "decode errors");
+  frames_dropped_ = take(daemon_->FramesDropped(codec), "frames dropped");
+  inputs_truncated_ = take(daemon_->InputsTruncated(codec), "truncated inputs");
+}
+
+void SessionMeter::DecodeErrors(uint64_t n) const {
+  if (decode_errors_ != nullptr && n > 0) decode_errors_->Inc(n);
+}
+
+void SessionMeter::FrameDropped() const {
+  if (frames_dropped_ != nullptr) frames_dropped_->Inc();
+}
+
+void SessionMeter::InputTruncated() const {
+  if (inputs_truncated_ != nullptr) inputs_truncated_->Inc();
+}
+
 void SessionMeter::BytesIn(size_t n) const {
   if (device_ != nullptr) device_->bytes_in->Inc(n);
 }

@@ -36,6 +36,11 @@ class SessionMeter {
   // own stages (upload, encode and readback from the GPU events; encode on the CPU).
   void FrameDone(const FrameResult& result) const;
   void FrameFailed(const Status& status) const;
+  // Container input: the video codec, once the decoder is open; then the damage counts.
+  void SetCodec(const std::string& codec);
+  void DecodeErrors(uint64_t n) const;
+  void FrameDropped() const;
+  void InputTruncated() const;
 
  private:
   const SessionMetricsContext* context_ = nullptr;
@@ -43,6 +48,9 @@ class SessionMeter {
   metrics::DaemonMetrics* daemon_ = nullptr;
   const metrics::DeviceMetrics* device_ = nullptr;
   std::vector<metrics::Counter*> frames_out_;
+  metrics::Counter* decode_errors_ = nullptr;
+  metrics::Counter* frames_dropped_ = nullptr;
+  metrics::Counter* inputs_truncated_ = nullptr;
   bool gpu_worker_ = false;
 };
 

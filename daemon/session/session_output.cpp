@@ -31,6 +31,7 @@ Status Session::BeginOutput(int width, int height, int rate_num, int rate_den, i
   started->set_source_height(height);
   started->set_source_codec(codec);
   started->set_rotation_degrees(rotation);
+  for (const std::string& note : notes_) started->add_notes(note);
   if (job_.output_shared_slots > 0) {
     std::vector<std::pair<int, int>> sizes;
     for (const Rendition& rendition : renditions_) {
@@ -222,6 +223,8 @@ void Session::WriteFrame(DoneFrame& frame) {
         r.mutable_progress()->set_frames_in(frames_in_.load());
         r.mutable_progress()->set_frames_out(frames_out_.load());
         r.mutable_progress()->set_fps(frames_out_.load() / std::chrono::duration<double>(now - started_).count());
+        r.mutable_progress()->set_decode_errors(decode_errors_.load());
+        r.mutable_progress()->set_frames_dropped(frames_dropped_.load());
         Send(std::move(r));
       }
     }

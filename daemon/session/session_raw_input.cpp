@@ -14,6 +14,19 @@
 
 namespace conveyor {
 
+// Frames must come in presentation order with increasing pts: a container muxer cannot
+// take a frame that is not after the one before it (FFmpeg's muxers refuse it, or keep
+// several frames at one time), and JPEG output would carry the same ambiguity.
+Status Session::CheckRawPtsLocked(const std::string& what, int64_t pts) {
+  if (have_last_raw_pts_ && pts <= last_raw_pts_) {
+    return InvalidArgument(what + ".pts: " + std::to_string(pts) + " is not after the previous frame's pts " +
+                           std::to_string(last_raw_pts_) + " (pts must increase)");
+  }
+  have_last_raw_pts_ = true;
+  last_raw_pts_ = pts;
+  return OkStatus();
+}
+
 StatusOr<bool> Session::TryPushFrameChunk(const v1::RawFrameChunk& chunk) {
   if (job_.container_input) return InvalidArgument("frame_chunk: this job's input is a container");
   if (job_.shared_memory_slots > 0) {
@@ -32,6 +45,7 @@ StatusOr<bool> Session::TryPushFrameChunk(const v1::RawFrameChunk& chunk) {
     if (assembling_ == nullptr) {  // no ring, or all of it in use: the worker copies this frame
       assembling_ = std::shared_ptr<uint8_t>(new uint8_t[expected], std::default_delete<uint8_t[]>());
     }
+    RETURN_IF_ERROR(CheckRawPtsLocked(frame, chunk.pts()));
     assembling_size_ = 0;
     assembling_pts_ = chunk.pts();
   }
@@ -126,6 +140,7 @@ StatusOr<bool> Session::TryPushSharedFrame(const v1::SharedFrame& frame) {
   if (bytes_in_.load() + size > options_.max_input_bytes) {
     return ResourceExhausted("input exceeds max_session_bytes (" + std::to_string(options_.max_input_bytes) + ")");
   }
+  RETURN_IF_ERROR(CheckRawPtsLocked(what, frame.pts()));
   shared_busy_.fetch_or(bit);
   // The slot goes back to the client when the worker releases the frame's input
   // (SubmitRawFrames); the mapping stays while the session does.

@@ -280,7 +280,7 @@ TEST_F(ConveyorctlTest, ContainerOutputGoesToOneFilePerRendition) {
   WriteWholeFile(Path("in.mp4"), "container");
   fake_.responses = {Started(), Chunk(0, "abc"), Chunk(1, "12"), Chunk(0, "def"), Summary()};
   ASSERT_EQ(Run({"transcode", Path("in.mp4"), "-o", Path("out.mkv"), "--container", "mkv",
-                 "--rendition", "64x48", "--rendition", "32x24", "--audio"}),
+                 "--rendition", "64x48", "--rendition", "32x24", "--audio", "--strict"}),
             0)
       << err_;
   EXPECT_EQ(ReadWholeFile(Path("out.mkv")), "abcdef");
@@ -288,6 +288,7 @@ TEST_F(ConveyorctlTest, ContainerOutputGoesToOneFilePerRendition) {
   const v1::JobSpec spec = fake_.Requests()[0].spec();
   EXPECT_EQ(spec.output().container().format(), v1::CONTAINER_FORMAT_MATROSKA);
   EXPECT_TRUE(spec.audio_passthrough());
+  EXPECT_TRUE(spec.container().strict());
 }
 
 TEST_F(ConveyorctlTest, ContainerOutputToStdout) {
@@ -434,6 +435,8 @@ TEST_F(ConveyorctlTest, UsageErrorsExitTwoAndSendNothing) {
   EXPECT_NE(err_.find("--rendition 'big'"), std::string::npos) << err_;
   EXPECT_EQ(Run({"transcode", Path("in.mp4"), "-o", Path("f"), "--container", "mp4"}), kExitUsage);
   EXPECT_EQ(Run({"transcode", Path("in.mp4"), "-o", Path("f"), "--audio"}), kExitUsage);
+  EXPECT_EQ(Run({"transcode", Path("in.yuv"), "-o", Path("f"), "--raw", "yuv420p:64x48", "--strict"}), kExitUsage);
+  EXPECT_NE(err_.find("--strict is for container input"), std::string::npos) << err_;
   EXPECT_EQ(Run({"transcode", Path("in.mp4"), "-o", "-"}), kExitUsage);
   EXPECT_EQ(Run({"transcode", Path("in.mp4"), "-o", "-", "--container", "mkv", "--rendition", "1x1",
                  "--rendition", "2x2"}),

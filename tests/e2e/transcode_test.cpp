@@ -221,6 +221,31 @@ TEST_F(TranscodeTest, AudioIsPassedThroughIntoTheContainer) {
   EXPECT_EQ(std::string(text.begin(), text.end()), "mjpeg,video\naac,audio\n");
 }
 
+// The ffmpeg CLI maps no audio when the input has none; a client that always asks for
+// audio gets the video and a note saying so, not an error.
+TEST_F(TranscodeTest, AudioPassthroughOnVideoOnlyInputIsANote) {
+  TranscodeCall call;
+  call.spec = ContainerSpec();
+  AddRendition(&call.spec, 0, 0);
+  call.spec.mutable_output()->mutable_container()->set_format(v1::CONTAINER_FORMAT_MATROSKA);
+  call.spec.set_audio_passthrough(true);
+  call.send_input = [](TranscodeStream* s) { return SendFileChunks(s, g_media + "/h264.mkv"); };
+  const TranscodeOutcome out = RunTranscode(stub_.get(), call);
+  ASSERT_TRUE(out.status.ok()) << out.status.error_message();
+  ASSERT_EQ(out.started_msg.notes_size(), 1);
+  EXPECT_EQ(out.started_msg.notes(0), "audio_passthrough: the input has no audio stream; the output has video only");
+  EXPECT_EQ(out.summary.frames_out(), 12u);
+  const std::string path = g_media + "/video_only_out.mkv";
+  FILE* f = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  std::fwrite(out.containers.at(0).data(), 1, out.containers.at(0).size(), f);
+  std::fclose(f);
+  ASSERT_EQ(Shell("ffprobe -v error -show_entries stream=codec_type,codec_name -of csv=p=0 " + path + " > " + path +
+                  ".txt"), 0);
+  const std::vector<uint8_t> text = ReadFile(path + ".txt");
+  EXPECT_EQ(std::string(text.begin(), text.end()), "mjpeg,video\n");
+}
+
 TEST_F(TranscodeTest, BadSpecsNameTheField) {
   TranscodeCall call;
   call.spec = ContainerSpec();  // no renditions

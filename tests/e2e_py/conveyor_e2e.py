@@ -586,6 +586,10 @@ def bad_inputs(ctx):
         "moov_at_end_mp4": (container_spec(pb, r0), lambda: h.container_requests(pb, ctx.path("moov_at_end.mp4"))),
         "raw_wrong_size": (raw_spec(pb, pb.PIXEL_FORMAT_YUV420P, 64, 48, renditions=r0),
                            lambda: h.raw_frame_requests(pb, [(0, yuv_64x48), (1, yuv_64x48[:-10])])),
+        "raw_pts_backwards": (raw_spec(pb, pb.PIXEL_FORMAT_YUV420P, 64, 48, renditions=r0),
+                              lambda: h.raw_frame_requests(pb, [(5, yuv_64x48), (9, yuv_64x48), (7, yuv_64x48)])),
+        "raw_pts_repeated": (raw_spec(pb, pb.PIXEL_FORMAT_YUV420P, 64, 48, renditions=r0),
+                             lambda: h.raw_frame_requests(pb, [(0, yuv_64x48), (0, yuv_64x48)])),
         "raw_0x0": (raw_spec(pb, pb.PIXEL_FORMAT_YUV420P, 0, 0, renditions=r0), lambda: iter(())),
         "raw_100000x100000": (raw_spec(pb, pb.PIXEL_FORMAT_YUV420P, 100000, 100000, renditions=r0), lambda: iter(())),
         "no_renditions": (container_spec(pb, []), lambda: h.container_requests(pb, good_src)),
@@ -641,6 +645,8 @@ def bad_inputs(ctx):
     expect("empty_input", INVALID, ["empty"])
     expect("moov_at_end_mp4", grpc.StatusCode.FAILED_PRECONDITION, ["faststart"])
     expect("raw_wrong_size", INVALID, ["frame 1"])
+    expect("raw_pts_backwards", INVALID, ["frame 2).pts: 7 is not after the previous frame's pts 9"])
+    expect("raw_pts_repeated", INVALID, ["frame 1).pts: 0 is not after the previous frame's pts 0"])
     expect("raw_0x0", INVALID, ["spec.raw.width", "spec.raw.height"])
     expect("raw_100000x100000", INVALID, ["spec.raw.width", "spec.raw.height"])
     expect("no_renditions", INVALID, ["spec.renditions"])
@@ -948,6 +954,13 @@ def run_case(name, args):
         else:
             shutil.rmtree(work, ignore_errors=True)
     return result
+
+
+# Cases kept in their own modules.
+import damaged_input_cases  # noqa: E402
+
+for _fn in damaged_input_cases.CASES:
+    CASES[_fn.__name__] = _fn
 
 
 def main():

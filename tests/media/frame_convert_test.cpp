@@ -222,8 +222,44 @@ TEST(FrameConvert, ColourTagsOutsideTheirEnumsReadAsUnsignalled) {
   std::memcpy(&frame->color_range, &range_bits, sizeof range_bits);
   const auto color = ColorOf(*frame);
   EXPECT_FALSE(color.matrix_signalled);
-  EXPECT_EQ(color.matrix, ColorMatrix::kBt709);  // guessed from the HD size
+  EXPECT_EQ(color.matrix, ColorMatrix::kBt601);  // libswscale's reading of an unsignalled matrix
   EXPECT_EQ(color.range, ColorRange::kLimited);
+  av_frame_free(&frame);
+}
+
+// The untagged-matrix policies: BT.601 (FFmpeg's), BT.709, and the size-based guess (BT.709
+// from 1280 wide or 720 high up). A signalled matrix is never overridden.
+TEST(FrameConvert, UntaggedMatrixPolicies) {
+  AVFrame* frame = av_frame_alloc();
+  ASSERT_NE(frame, nullptr);
+  frame->format = AV_PIX_FMT_YUV420P;
+  frame->colorspace = AVCOL_SPC_UNSPECIFIED;
+  const struct {
+    int width, height;
+    conveyor::media::UntaggedMatrix policy;
+    ColorMatrix want;
+  } cases[] = {
+      {1920, 1080, conveyor::media::UntaggedMatrix::kBt601, ColorMatrix::kBt601},
+      {640, 480, conveyor::media::UntaggedMatrix::kBt709, ColorMatrix::kBt709},
+      {1920, 1080, conveyor::media::UntaggedMatrix::kBySize, ColorMatrix::kBt709},
+      {1280, 480, conveyor::media::UntaggedMatrix::kBySize, ColorMatrix::kBt709},
+      {960, 720, conveyor::media::UntaggedMatrix::kBySize, ColorMatrix::kBt709},
+      {1278, 718, conveyor::media::UntaggedMatrix::kBySize, ColorMatrix::kBt601},
+  };
+  for (const auto& c : cases) {
+    frame->width = c.width;
+    frame->height = c.height;
+    const auto color = ColorOf(*frame, c.policy);
+    EXPECT_FALSE(color.matrix_signalled);
+    EXPECT_EQ(color.matrix, c.want) << c.width << "x" << c.height << " "
+                                    << conveyor::media::UntaggedMatrixName(c.policy);
+  }
+  frame->colorspace = AVCOL_SPC_BT470BG;
+  frame->width = 1920;
+  frame->height = 1080;
+  EXPECT_EQ(ColorOf(*frame, conveyor::media::UntaggedMatrix::kBySize).matrix, ColorMatrix::kBt601);
+  EXPECT_EQ(conveyor::media::ParseUntaggedMatrix("by-size"), conveyor::media::UntaggedMatrix::kBySize);
+  EXPECT_EQ(conveyor::media::ParseUntaggedMatrix("BT601"), std::nullopt);
   av_frame_free(&frame);
 }
 

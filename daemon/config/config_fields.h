@@ -83,6 +83,10 @@ inline const Field kFields[] = {
      "One line \"grpc ADDRESS\" per listen address and \"metrics HOST:PORT\" for the HTTP\n"
      "endpoint. Written whole (a temporary file renamed over it) once both are bound and\n"
      "before READY=1; removed at exit. \"\": none."},
+    {"server", "spool_directory", &DaemonConfig::spool_directory, "--spool-directory",
+     "Directory for the spool files of inputs that need seeking from clients that cannot\n"
+     "seek (limits.input_spool_bytes). The files never have a name (O_TMPFILE) and go when\n"
+     "their session ends, a crash included. Under the systemd unit /var/tmp is private."},
     {"server", "log_level", &DaemonConfig::log_level, "--log-level",
      "Log level: trace, debug, info, warn, error or off."},
 
@@ -109,6 +113,12 @@ inline const Field kFields[] = {
     {"limits", "input_queue_bytes", &DaemonConfig::input_queue_bytes, nullptr,
      "Container bytes buffered per session before gRPC flow control pushes back on the client.",
      65536, INT_MAX, false, kBytes},
+    {"limits", "input_spool_bytes", &DaemonConfig::input_spool_bytes, "--input-spool-bytes",
+     "Bytes of input one session may spool to a file in server.spool_directory: an MP4 whose\n"
+     "moov follows mdat, sent by a client that cannot seek (ContainerInput.seekable false),\n"
+     "is demuxed from there. Past it: RESOURCE_EXHAUSTED. 0: no spool; such input is refused\n"
+     "with FAILED_PRECONDITION.",
+     0, kMaxBytes, false, kBytes},
 
     {"workers", "workers", &DaemonConfig::workers, "--workers",
      "Which workers run: auto (every GPU, else the CPU), gpu, cpu."},

@@ -25,6 +25,7 @@ const RuntimeSetting kRuntimeSettings[] = {
     CONVEYOR_RUNTIME_SETTING(limits, session_queue_frames),
     CONVEYOR_RUNTIME_SETTING(limits, session_output_bytes),
     CONVEYOR_RUNTIME_SETTING(limits, input_queue_bytes),
+    CONVEYOR_RUNTIME_SETTING(limits, input_spool_bytes),
     CONVEYOR_RUNTIME_SETTING(workers, decode_threads),
     CONVEYOR_RUNTIME_SETTING(workers, drain_timeout_s),
     CONVEYOR_RUNTIME_SETTING(color, untagged_matrix),

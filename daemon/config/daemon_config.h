@@ -28,6 +28,7 @@ struct DaemonConfig {
   bool shared_memory = true;              // frames and JPEGs through memfds, beside the first unix socket
   std::string metrics_listen = "127.0.0.1:9464";  // HTTP /metrics and health; "" turns it off
   std::string endpoints_file;             // bound addresses, port 0 resolved, while serving; "" = none
+  std::string spool_directory = "/var/tmp";  // private spool files of inputs that need seeking
   std::string log_level = "info";         // trace, debug, info, warn, error, off
   // [limits]
   int max_sessions = 64;                  // Transcode streams at once; more: RESOURCE_EXHAUSTED
@@ -42,6 +43,9 @@ struct DaemonConfig {
   uint64_t session_output_bytes = 64ull << 20;
   // Container bytes buffered per session before gRPC flow control pushes back.
   int input_queue_bytes = 16 << 20;
+  // Input a session may spool to a file (an MP4 with moov after mdat from a client that
+  // cannot seek); 0: none, such input is refused.
+  uint64_t input_spool_bytes = 4ull << 30;
   // [workers]
   std::string workers = "auto";           // auto (every GPU, else the CPU), gpu, cpu
   int gpu_slots = 8;                      // frames in flight per GPU worker (pinned slot ring)

@@ -118,6 +118,13 @@ int RunConveyorctl(int argc, const char* const* argv, std::ostream& out, std::os
       ->type_name("NAME");
   transcode_cmd->add_flag("--audio", t.audio,
                           "Copy the input's first audio stream (container output).");
+  transcode_cmd->add_flag("--no-seek", t.stream_only,
+                          "Send a file front to back only, as from a pipe. By default a regular file is\n"
+                          "sent seekable, so the daemon can read an MP4 whose moov follows mdat in place.");
+  transcode_cmd->add_flag("--keep-partial", t.keep_partial,
+                          "When the call fails, keep what was written (the frames so far, or the container\n"
+                          "cut short under its final name). Without it a failed call leaves nothing: output\n"
+                          "goes to hidden temporary names, renamed into place when the call succeeds.");
   transcode_cmd->add_flag("--strict", t.strict,
                           "Fail on the first decode error, read error or sign of a cut-off input. Without\n"
                           "it, damage is concealed as the ffmpeg CLI conceals it and the summary counts it.");

@@ -95,6 +95,8 @@ std::string DescribeSummary(const v1::Summary& s) {
     out += "\ndamaged input: " + std::to_string(s.decode_errors()) + " decode errors concealed, " +
            std::to_string(s.frames_dropped()) + " frames dropped" + (s.truncated() ? ", truncated" : "");
   }
+  if (s.read_requests() > 0) out += "\nread requests: " + std::to_string(s.read_requests());
+  if (s.spooled_bytes() > 0) out += "\nspooled: " + FormatBytes(s.spooled_bytes());
   if (s.stages_size() > 0) {
     out += "\nstages:";
     for (int i = 0; i < s.stages_size(); ++i) {
@@ -108,25 +110,30 @@ std::string DescribeSummary(const v1::Summary& s) {
 
 Status RunTranscode(const ClientOptions& client, const TranscodeOptions& options, std::ostream& out,
                     std::ostream& err) {
-  ASSIGN_OR_RETURN(const v1::JobSpec spec, BuildJobSpec(options));
+  ASSIGN_OR_RETURN(v1::JobSpec spec, BuildJobSpec(options));
   const int renditions = spec.renditions_size();
   std::ostream& info = options.output == "-" ? err : out;
 
   StopSignal stop;
   ASSIGN_OR_RETURN(std::unique_ptr<InputReader> input, InputReader::Open(options.input, &stop));
+  // A regular file can be read anywhere: the daemon may then seek in it (an MP4 whose moov
+  // follows mdat) instead of spooling it.
+  if (spec.has_container() && !options.stream_only) {
+    if (const std::optional<uint64_t> size = input->SeekableSize()) {
+      spec.mutable_container()->set_seekable(true);
+      spec.mutable_container()->set_size(*size);
+    }
+  }
+  ReadRequests requests;
 
   std::unique_ptr<JpegFrameWriter> jpeg;
   std::unique_ptr<ContainerWriter> container;
+  // Neither makes a file or directory before the daemon has sent output.
   if (spec.output().has_container()) {
-    container =
-        std::make_unique<ContainerWriter>(options.output, options.container, renditions, &out);
+    container = std::make_unique<ContainerWriter>(options.output, options.container, renditions, &out,
+                                                  options.keep_partial);
   } else {
-    std::error_code ec;
-    std::filesystem::create_directories(options.output, ec);
-    if (ec)
-      return FailedPrecondition("cannot create output directory " + options.output + ": " +
-                                ec.message());
-    jpeg = std::make_unique<JpegFrameWriter>(options.output, renditions);
+    jpeg = std::make_unique<JpegFrameWriter>(options.output, renditions, options.keep_partial);
   }
 
   auto stub = v1::Transcoder::NewStub(MakeChannel(client));
@@ -141,7 +148,7 @@ Status RunTranscode(const ClientOptions& client, const TranscodeOptions& options
 
   Status writer_status;
   std::thread writer([&] {
-    writer_status = StreamInput(stream.get(), spec, input.get(), &sent);
+    writer_status = StreamInput(stream.get(), spec, input.get(), &sent, &requests);
     // Stopped because the call was over: its status, not this, is the result.
     if (writer_status.code() == StatusCode::kCancelled && stop.raised()) writer_status = OkStatus();
     if (!writer_status.ok()) context.TryCancel();
@@ -175,7 +182,11 @@ Status RunTranscode(const ClientOptions& client, const TranscodeOptions& options
           err << buf << std::flush;
         }
         break;
+      case v1::TranscodeResponse::kReadRequest:
+        requests.Post(response.read_request());
+        break;
       case v1::TranscodeResponse::kSummary:
+        requests.Close();  // no request follows a Summary: the writer half-closes
         frames_out = std::max<uint64_t>(frames_out, response.summary().frames_out());
         if (bar) bar->Update(frames_out, sent.load(), true);
         bar.reset();
@@ -187,6 +198,7 @@ Status RunTranscode(const ClientOptions& client, const TranscodeOptions& options
     if (!local.ok()) context.TryCancel();
   }
   if (bar) bar->Update(frames_out, sent.load(), true);
+  requests.Close();
   stop.Raise();
   writer.join();
   const grpc::Status rpc = stream->Finish();

@@ -31,6 +31,8 @@ struct TranscodeOptions {
   std::string format_hint;              // FFmpeg demuxer name for container input
   bool audio = false;                   // copy the first audio stream (container output)
   bool strict = false;                  // ContainerInput.strict: damaged input fails the call
+  bool stream_only = false;             // --no-seek: send a file front to back, never seekable
+  bool keep_partial = false;            // --keep-partial: a failed call leaves what it wrote
   std::string label;                    // client_label; empty: the input's file name
   bool progress = false;                // Progress lines on stderr
   // A one-line progress bar on stderr (frames, fps, input read, ETA); on by default when

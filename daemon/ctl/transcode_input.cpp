@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -76,11 +77,96 @@ StatusOr<size_t> InputReader::ReadFull(char* buf, size_t size) {
   return done;
 }
 
+std::optional<uint64_t> InputReader::SeekableSize() const {
+  struct stat st {};
+  if (!owned_.valid() || fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  return static_cast<uint64_t>(st.st_size);
+}
+
+StatusOr<size_t> InputReader::ReadAt(uint64_t offset, char* buf, size_t size) {
+  for (;;) {
+    const ssize_t got = pread(fd_, buf, size, static_cast<off_t>(offset));
+    if (got >= 0) return static_cast<size_t>(got);
+    if (errno == EINTR) continue;
+    return FailedPrecondition(ErrnoText("reading " + name_ + " at " + std::to_string(offset)));
+  }
+}
+
+void ReadRequests::Post(const v1::ReadRequest& request) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_ = request;
+  }
+  cv_.notify_all();
+}
+
+void ReadRequests::Close() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+  }
+  cv_.notify_all();
+}
+
+bool ReadRequests::closed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return closed_;
+}
+
+std::optional<v1::ReadRequest> ReadRequests::Take(bool wait) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (wait) cv_.wait(lock, [&] { return closed_ || pending_.has_value(); });
+  std::optional<v1::ReadRequest> r;
+  if (!closed_) r.swap(pending_);
+  return r;
+}
+
+namespace {
+
+// Seekable input: runs of ContainerRange messages, the first from offset 0, each later one
+// from where a ReadRequest asks. At the end of the file the writer waits for a request;
+// it half-closes once no more can come (the Summary arrived or the call is over).
+Status StreamRanges(TranscodeStream* stream, InputReader* in, uint64_t size, std::atomic<uint64_t>* sent,
+                    ReadRequests* requests) {
+  v1::TranscodeRequest request;
+  v1::ContainerRange* range = request.mutable_container_range();
+  uint64_t seek_id = 0, offset = 0;
+  bool at_end = false;
+  for (;;) {
+    std::optional<v1::ReadRequest> asked = requests->Take(at_end);
+    if (requests->closed()) break;
+    if (asked) {
+      seek_id = asked->seek_id();
+      offset = asked->offset();
+      at_end = false;
+    }
+    if (at_end) continue;
+    std::string* data = range->mutable_data();
+    data->resize(kChunkBytes);
+    ASSIGN_OR_RETURN(const size_t got, in->ReadAt(offset, data->data(), kChunkBytes));
+    data->resize(got);
+    range->set_seek_id(seek_id);
+    range->set_offset(offset);
+    at_end = got == 0 || offset + got >= size;
+    range->set_end_of_input(at_end);
+    if (!stream->Write(request)) return OkStatus();
+    offset += got;
+    *sent += got;
+  }
+  stream->WritesDone();
+  return OkStatus();
+}
+
+}  // namespace
+
 Status StreamInput(TranscodeStream* stream, const v1::JobSpec& spec, InputReader* in,
-                   std::atomic<uint64_t>* sent) {
+                   std::atomic<uint64_t>* sent, ReadRequests* requests) {
   v1::TranscodeRequest request;
   *request.mutable_spec() = spec;
   if (!stream->Write(request)) return OkStatus();
+  if (spec.has_container() && spec.container().seekable()) {
+    return StreamRanges(stream, in, spec.container().size(), sent, requests);
+  }
   if (spec.has_raw()) {
     const v1::RawInput& raw = spec.raw();
     ASSIGN_OR_RETURN(const PixelFormat format, PixelFormatFromProto(raw.pixel_format()));

@@ -3,9 +3,12 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 
 #include "conveyor/v1/transcoder.grpc.pb.h"
@@ -40,6 +43,11 @@ class InputReader {
   StatusOr<size_t> ReadSome(char* buf, size_t size);
   // Reads until `size` bytes or end of input; returns the count.
   StatusOr<size_t> ReadFull(char* buf, size_t size);
+  // A regular file's size: it can be read at any offset (ReadAt), so its input is sent
+  // seekable. nullopt for stdin, pipes and devices.
+  std::optional<uint64_t> SeekableSize() const;
+  // Up to `size` bytes at `offset`; 0 at the end.
+  StatusOr<size_t> ReadAt(uint64_t offset, char* buf, size_t size);
   const std::string& name() const { return name_; }
 
  private:
@@ -51,10 +59,30 @@ class InputReader {
   StopSignal* stop_;
 };
 
+// The daemon's ReadRequests, from the response loop to the writer thread.
+class ReadRequests {
+ public:
+  void Post(const v1::ReadRequest& request);
+  // No more requests: Summary came, or the call is over.
+  void Close();
+  // The newest request not taken yet, if any; with `wait`, blocks until there is one or
+  // the mailbox is closed (then nullopt).
+  std::optional<v1::ReadRequest> Take(bool wait);
+  bool closed() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<v1::ReadRequest> pending_;
+  bool closed_ = false;
+};
+
 // The writer thread's body. Returns OK when the input was sent, or when the call ended
 // first (its status says why); an error only for a local failure.
-// `sent` counts the input bytes handed to gRPC, for the progress bar.
+// `sent` counts the input bytes handed to gRPC, for the progress bar. Seekable container
+// input (spec.container.seekable) goes as ContainerRange messages from offset 0, each
+// ReadRequest in `requests` starting a new run, until `requests` is closed.
 Status StreamInput(TranscodeStream* stream, const v1::JobSpec& spec, InputReader* in,
-                   std::atomic<uint64_t>* sent);
+                   std::atomic<uint64_t>* sent, ReadRequests* requests);
 
 }  // namespace conveyor::ctl

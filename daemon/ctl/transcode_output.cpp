@@ -1,9 +1,15 @@
 // conveyorctl transcode's output side (see transcode_output.h), and the output paths.
 #include "transcode_output.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <tuple>
 
 #include "introspect_commands.h"
 #include "transcode_command.h"
@@ -13,17 +19,51 @@ namespace {
 
 std::string ErrnoText(const std::string& what) { return what + ": " + std::strerror(errno); }
 
+// A new hidden file beside `path` (".NAME.PID.N.part"), made with the mode a plain
+// fopen would give: 0666 less the umask.
+StatusOr<std::pair<FILE*, std::string>> CreateTemporaryBeside(const std::string& path) {
+  const std::filesystem::path p(path);
+  static std::atomic<unsigned> counter{0};
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const std::string name = "." + p.filename().string() + "." + std::to_string(getpid()) + "." +
+                             std::to_string(counter++) + ".part";
+    const std::string temp = (p.parent_path() / name).string();
+    const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno == EEXIST) continue;
+    if (fd < 0) return FailedPrecondition(ErrnoText("cannot create " + path + " (as " + temp + ")"));
+    FILE* f = fdopen(fd, "wb");
+    if (f == nullptr) {
+      const int saved = errno;
+      close(fd);
+      unlink(temp.c_str());
+      errno = saved;
+      return FailedPrecondition(ErrnoText("cannot create " + path));
+    }
+    return std::make_pair(f, temp);
+  }
+  return FailedPrecondition("cannot create " + path + ": no free temporary name beside it");
+}
+
+Status Rename(const std::string& from, const std::string& to) {
+  if (std::rename(from.c_str(), to.c_str()) != 0) return FailedPrecondition(ErrnoText("cannot rename " + from + " to " + to));
+  return OkStatus();
+}
+
+// Writes `bytes` to `path` through a temporary file renamed over it.
 Status WriteFile(const std::string& path, const std::string& bytes) {
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) return FailedPrecondition(ErrnoText("cannot create " + path));
+  ASSIGN_OR_RETURN(auto created, CreateTemporaryBeside(path));
+  auto [f, temp] = created;
   const bool wrote = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
   const int write_errno = errno;
   const bool closed = std::fclose(f) == 0;
   if (!wrote || !closed) {
+    unlink(temp.c_str());
     if (!wrote) errno = write_errno;
     return FailedPrecondition(ErrnoText("cannot write " + path));
   }
-  return OkStatus();
+  Status renamed = Rename(temp, path);
+  if (!renamed.ok()) unlink(temp.c_str());
+  return renamed;
 }
 
 }  // namespace
@@ -61,32 +101,57 @@ Status JpegFrameWriter::Add(const v1::OutputPacket& p) {
   pd.frame_index = p.frame_index();
   pd.data += p.data();
   if (!p.end_of_frame()) return OkStatus();
+  RETURN_IF_ERROR(MakeDirectory());
   const std::string path = JpegFramePath(dir_, p.rendition(), p.frame_index());
   RETURN_IF_ERROR(WriteFile(path, pd.data));
+  written_.push_back(path);
   bytes_ += pd.data.size();
-  ++files_;
   pd = Pending{};
   return OkStatus();
 }
 
-Status JpegFrameWriter::Finish() const {
+Status JpegFrameWriter::MakeDirectory() {
+  if (have_dir_) return OkStatus();
+  std::error_code ec;
+  made_dir_ = std::filesystem::create_directories(dir_, ec);
+  if (ec) return FailedPrecondition("cannot create output directory " + dir_ + ": " + ec.message());
+  have_dir_ = true;
+  return OkStatus();
+}
+
+Status JpegFrameWriter::Finish() {
   for (size_t r = 0; r < pending_.size(); ++r) {
     if (pending_[r].active) {
       return Internal("the stream ended inside frame " + std::to_string(pending_[r].frame_index) +
                       " of rendition " + std::to_string(r));
     }
   }
+  RETURN_IF_ERROR(MakeDirectory());  // a job of no frames still leaves its directory
+  finished_ = true;
   return OkStatus();
 }
 
+JpegFrameWriter::~JpegFrameWriter() {
+  if (finished_ || keep_partial_) return;
+  for (const std::string& path : written_) unlink(path.c_str());
+  std::error_code ec;
+  if (made_dir_) std::filesystem::remove(dir_, ec);  // only when empty: not another's files
+}
+
 std::string JpegFrameWriter::Describe() const {
-  return "wrote " + std::to_string(files_) + " JPEG files (" + FormatBytes(bytes_) + ") to " +
-         dir_;
+  return "wrote " + std::to_string(written_.size()) + " JPEG files (" + FormatBytes(bytes_) + ") to " + dir_;
 }
 
 ContainerWriter::~ContainerWriter() {
-  for (FILE* f : files_) {
-    if (f != nullptr) std::fclose(f);
+  if (finished_) return;
+  for (size_t r = 0; r < files_.size(); ++r) {
+    if (files_[r] != nullptr) std::fclose(files_[r]);
+    if (temp_paths_[r].empty()) continue;
+    if (keep_partial_) {
+      (void)std::rename(temp_paths_[r].c_str(), ContainerOutputPath(output_, r, extension_).c_str());
+    } else {
+      unlink(temp_paths_[r].c_str());
+    }
   }
 }
 
@@ -104,8 +169,8 @@ Status ContainerWriter::Add(const v1::ContainerChunk& c) {
   }
   const std::string path = ContainerOutputPath(output_, r, extension_);
   if (files_[r] == nullptr) {
-    files_[r] = std::fopen(path.c_str(), "wb");
-    if (files_[r] == nullptr) return FailedPrecondition(ErrnoText("cannot create " + path));
+    ASSIGN_OR_RETURN(auto created, CreateTemporaryBeside(path));
+    std::tie(files_[r], temp_paths_[r]) = created;
   }
   if (std::fwrite(c.data().data(), 1, c.data().size(), files_[r]) != c.data().size()) {
     return FailedPrecondition(ErrnoText("cannot write " + path));
@@ -118,14 +183,21 @@ Status ContainerWriter::Finish() {
     stdout_->flush();
     return *stdout_ ? OkStatus() : FailedPrecondition("cannot write to stdout");
   }
+  // Every file closed first: one that cannot be written leaves all renditions to the
+  // destructor, which deletes them (or keeps them with keep_partial).
+  Status closed;
   for (size_t r = 0; r < files_.size(); ++r) {
     if (files_[r] == nullptr) continue;
     const int rc = std::fclose(files_[r]);
     files_[r] = nullptr;
-    if (rc != 0) {
-      return FailedPrecondition(
-          ErrnoText("cannot write " + ContainerOutputPath(output_, r, extension_)));
+    if (rc != 0 && closed.ok()) {
+      closed = FailedPrecondition(ErrnoText("cannot write " + ContainerOutputPath(output_, r, extension_)));
     }
+  }
+  RETURN_IF_ERROR(closed);
+  finished_ = true;
+  for (size_t r = 0; r < files_.size(); ++r) {
+    if (!temp_paths_[r].empty()) RETURN_IF_ERROR(Rename(temp_paths_[r], ContainerOutputPath(output_, r, extension_)));
   }
   return OkStatus();
 }

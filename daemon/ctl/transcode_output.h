@@ -15,17 +15,26 @@
 
 namespace conveyor::ctl {
 
-// Collects each rendition's packets until end_of_frame, then writes the JPEG file.
+// Collects each rendition's packets until end_of_frame, then writes the JPEG file (to a
+// hidden temporary name, renamed into place). The directory is made at the first frame,
+// so a call the daemon refuses creates nothing. A writer destroyed before Finish() (the
+// call failed) removes the frames it wrote, and the directory if it made it, unless
+// `keep_partial`.
 class JpegFrameWriter {
  public:
-  JpegFrameWriter(std::string dir, int renditions) : dir_(std::move(dir)), pending_(renditions) {}
+  JpegFrameWriter(std::string dir, int renditions, bool keep_partial)
+      : dir_(std::move(dir)), pending_(renditions), keep_partial_(keep_partial) {}
+  ~JpegFrameWriter();
+  JpegFrameWriter(const JpegFrameWriter&) = delete;
+  JpegFrameWriter& operator=(const JpegFrameWriter&) = delete;
 
   Status Add(const v1::OutputPacket& p);
-  // INTERNAL when the stream ended inside a frame.
-  Status Finish() const;
+  // INTERNAL when the stream ended inside a frame. OK: the frames are kept.
+  Status Finish();
   std::string Describe() const;
 
  private:
+  Status MakeDirectory();
   struct Pending {
     bool active = false;
     uint64_t frame_index = 0;
@@ -33,27 +42,37 @@ class JpegFrameWriter {
   };
   std::string dir_;
   std::vector<Pending> pending_;
-  uint64_t files_ = 0;
+  const bool keep_partial_;
+  bool made_dir_ = false;  // this writer created dir_
+  bool have_dir_ = false;
+  bool finished_ = false;
+  std::vector<std::string> written_;
   uint64_t bytes_ = 0;
 };
 
-// Appends each rendition's container bytes to its file (or stdout), opened at its
-// first chunk so a call refused up front leaves no empty files behind.
+// Appends each rendition's container bytes to a hidden temporary file beside its output
+// (or to stdout), opened at its first chunk, so a call refused up front creates nothing.
+// Finish() renames each into place; a writer destroyed before that (the call failed)
+// deletes them, or with `keep_partial` renames what was written into place as the ffmpeg
+// CLI leaves it.
 class ContainerWriter {
  public:
   ContainerWriter(std::string output, std::string extension, int renditions,
-                  std::ostream* stdout_stream)
+                  std::ostream* stdout_stream, bool keep_partial)
       : output_(std::move(output)),
         extension_(std::move(extension)),
         files_(renditions),
+        temp_paths_(renditions),
         bytes_(renditions, 0),
-        stdout_(stdout_stream) {}
+        stdout_(stdout_stream),
+        keep_partial_(keep_partial) {}
   ~ContainerWriter();
   ContainerWriter(const ContainerWriter&) = delete;
   ContainerWriter& operator=(const ContainerWriter&) = delete;
 
   Status Add(const v1::ContainerChunk& c);
-  // Flushes stdout or closes the files, reporting a failed write.
+  // Flushes stdout, or closes the files and renames them into place, reporting a failed
+  // write.
   Status Finish();
   std::string Describe() const;
 
@@ -61,8 +80,11 @@ class ContainerWriter {
   std::string output_;
   std::string extension_;
   std::vector<FILE*> files_;  // null until the rendition's first chunk
+  std::vector<std::string> temp_paths_;
   std::vector<uint64_t> bytes_;
   std::ostream* stdout_;
+  const bool keep_partial_;
+  bool finished_ = false;
 };
 
 }  // namespace conveyor::ctl

@@ -78,9 +78,9 @@ int ByteQueue::Read(uint8_t* buf, int size) {
   size_t copied = 0;
   {
     std::unique_lock<std::mutex> lock(mu_);
-    readable_.wait(lock, [&] { return cancelled_ || queued_ > 0 || closed_; });
+    readable_.wait(lock, [&] { return cancelled_ || queued_ > 0 || closed_ || generation_ended_; });
     if (cancelled_) return AVERROR_EXIT;
-    if (queued_ == 0) return AVERROR_EOF;  // closed and drained
+    if (queued_ == 0) return AVERROR_EOF;  // closed (or the generation ended) and drained
     while (copied < static_cast<size_t>(size) && !chunks_.empty()) {
       std::vector<uint8_t>& front = chunks_.front();
       const size_t n = std::min(static_cast<size_t>(size) - copied, front.size() - front_offset_);
@@ -94,6 +94,7 @@ int ByteQueue::Read(uint8_t* buf, int size) {
     }
     queued_ -= copied;
     read_total_ += copied;
+    position_ += copied;
     if (refused_ && FitsLocked(refused_size_)) {
       notify = true;
       refused_ = false;
@@ -102,6 +103,75 @@ int ByteQueue::Read(uint8_t* buf, int size) {
   writable_.notify_all();
   if (notify && on_space_) on_space_();
   return static_cast<int>(copied);
+}
+
+std::optional<uint64_t> ByteQueue::Reposition(uint64_t offset) {
+  bool notify = false;
+  uint64_t generation = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cancelled_ || closed_) return std::nullopt;
+    chunks_.clear();
+    queued_ = 0;
+    front_offset_ = 0;
+    generation = ++generation_;
+    push_offset_ = offset;
+    position_ = offset;
+    generation_ended_ = false;
+    notify = refused_;
+    refused_ = false;
+  }
+  writable_.notify_all();
+  if (notify && on_space_) on_space_();  // a refused chunk of the old generation: now stale
+  return generation;
+}
+
+StatusOr<ByteQueue::PushAt> ByteQueue::TryPushAt(uint64_t generation, uint64_t offset, std::vector<uint8_t>& chunk,
+                                                 bool end) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (generation < generation_) return PushAt::kStale;
+  if (generation > generation_) {
+    return InvalidArgument("seek_id " + std::to_string(generation) + " was never requested (the last is " +
+                           std::to_string(generation_) + ")");
+  }
+  if (offset != push_offset_) {
+    return InvalidArgument("offset " + std::to_string(offset) + " is not where the input goes on (" +
+                           std::to_string(push_offset_) + ")");
+  }
+  if (generation_ended_ && !chunk.empty()) {
+    return InvalidArgument("bytes at offset " + std::to_string(offset) + " after end_of_input");
+  }
+  if (cancelled_ || closed_ || !FitsLocked(chunk.size())) {
+    refused_ = true;
+    refused_size_ = chunk.size();
+    return PushAt::kFull;
+  }
+  push_offset_ += chunk.size();
+  if (!chunk.empty()) {
+    queued_ += chunk.size();
+    peak_ = std::max(peak_, queued_);
+    chunks_.push_back(std::move(chunk));
+    chunk.clear();
+  }
+  if (end) generation_ended_ = true;
+  lock.unlock();
+  readable_.notify_one();
+  return PushAt::kTaken;
+}
+
+uint64_t ByteQueue::position() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return position_;
+}
+
+bool ByteQueue::generation_ended() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return generation_ended_;
+}
+
+uint64_t ByteQueue::generation() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return generation_;
 }
 
 size_t ByteQueue::queued_bytes() const {

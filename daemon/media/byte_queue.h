@@ -9,6 +9,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "status.h"
@@ -47,6 +48,24 @@ class ByteQueue {
   // closed and drained, AVERROR_EXIT once cancelled. Never returns 0 for size > 0.
   int Read(uint8_t* buf, int size);
 
+  // Random access (a client that sends any range of its input on request). Bytes are
+  // positioned: each chunk says its offset, and belongs to a generation, the ReadRequest
+  // it answers (0: the stream from offset 0 before any request).
+  // Reader side: drops what is queued and starts generation + 1 at `offset`; returns the
+  // new generation, which the caller sends to the client with the offset. nullopt after
+  // Close() or Cancel(): nothing more will come.
+  std::optional<uint64_t> Reposition(uint64_t offset);
+  // Producer side: a chunk of `generation` at `offset`. kTaken (moved from `chunk`); kFull
+  // (untouched, as TryPush); kStale: of an earlier generation, dropped. INVALID_ARGUMENT
+  // for a generation not yet started or an offset other than where the generation goes
+  // on. `end`: nothing follows the chunk in this generation; readers then get AVERROR_EOF
+  // until the next Reposition.
+  enum class PushAt { kTaken, kFull, kStale };
+  StatusOr<PushAt> TryPushAt(uint64_t generation, uint64_t offset, std::vector<uint8_t>& chunk, bool end);
+  uint64_t position() const;  // input offset of the next byte a reader gets
+  uint64_t generation() const;
+  bool generation_ended() const;  // the current generation's end_of_input came
+
   size_t capacity() const { return capacity_; }
   size_t queued_bytes() const;
   size_t peak_bytes() const;    // the most bytes ever held at once
@@ -69,6 +88,12 @@ class ByteQueue {
   uint64_t read_total_ = 0;
   bool closed_ = false;
   bool cancelled_ = false;
+  // Random access: the generation, where it goes on (the offset of its next pushed byte),
+  // whether it has ended, and where the reader is.
+  uint64_t generation_ = 0;
+  uint64_t push_offset_ = 0;
+  bool generation_ended_ = false;
+  uint64_t position_ = 0;
   bool refused_ = false;     // a TryPush was refused; on_space_ is owed
   size_t refused_size_ = 0;  // ...for a chunk of this size, called once it fits
 };

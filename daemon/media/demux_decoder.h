@@ -15,14 +15,28 @@
 #include "demux_errors.h"
 #include "ffmpeg_handles.h"
 #include "frame_convert.h"
+#include "input_spool.h"
 #include "mp4_box_scanner.h"
 #include "status.h"
 
 namespace conveyor::media {
 
-// What a non-faststart MP4/MOV (moov after mdat) is refused with (FAILED_PRECONDITION).
+// What a non-faststart MP4/MOV (moov after mdat) is refused with (FAILED_PRECONDITION)
+// when the client cannot seek and the daemon has no spool for it.
 inline constexpr const char* kMoovAtEndAdvice =
-    "moov atom at end; remux with -movflags faststart or send a seekable format";
+    "moov atom at end; send the input with ContainerInput.seekable, remux with -movflags faststart, or enable "
+    "limits.input_spool_bytes";
+
+// A client that sends any range of its input on request (ContainerInput.seekable): the
+// decoder's seeks become requests. The input queue is then positioned (ByteQueue::TryPushAt).
+struct RandomAccess {
+  bool enabled = false;
+  uint64_t size = 0;  // the input's length, 0 when the client does not know it
+  // Sends the client a request for the input from `offset` on, answered as `generation`.
+  std::function<void(uint64_t generation, uint64_t offset)> request;
+  // A forward seek at most this far is done by reading what streams in anyway.
+  uint64_t forward_read_bytes = 1 << 20;
+};
 
 // The video codecs the daemon accepts by default. Anything else is refused before a
 // decoder is opened (a smaller attack surface for client-supplied bytes).
@@ -51,6 +65,12 @@ struct DecoderOptions {
   // skipped, and a read error or a cut-off end ends the input with the frames decoded so
   // far (InputDamage says what happened). true: the first such error fails Next().
   bool strict = false;
+  RandomAccess random_access;
+  // A client that cannot seek, with an MP4 whose moov follows mdat: its input is spooled
+  // to a private file in spool_directory, at most spool_bytes (0: no spool, the input
+  // is refused with kMoovAtEndAdvice).
+  std::string spool_directory = "/var/tmp";
+  uint64_t spool_bytes = 0;
 };
 
 // What a damaged input cost, as far as the decoder could tell (strict off).
@@ -128,6 +148,8 @@ class ContainerDecoder {
   StatusOr<bool> Next(DecodedFrame* out);
 
   int64_t frames_decoded() const { return frames_; }
+  uint64_t seek_requests() const { return seek_requests_; }
+  uint64_t spooled_bytes() const { return spool_ ? spool_->bytes() : 0; }
   InputDamage damage() const;
 
  private:
@@ -148,11 +170,25 @@ class ContainerDecoder {
 
   static int ReadCallback(void* opaque, uint8_t* buf, int size);
   static int64_t SeekCallback(void* opaque, int64_t offset, int whence);
+  // Once the scanner sees mdat first: seek by request, spool, or refuse.
+  int OnMdatFirst();
+  int ReadSpooled(uint8_t* buf, int size);
+  int64_t Seek(int64_t offset);
+  int64_t SeekSpooled(int64_t offset);
+  int64_t SeekByRequest(int64_t offset);
 
   ByteQueue* const input_;
   const DecoderOptions options_;
   Mp4BoxScanner scanner_;
-  bool moov_at_end_ = false;
+  bool moov_at_end_ = false;  // refused: mdat first, and no way to seek
+  // The bytes read while the scanner decides, kept for a spool (at most kMaxPrefixBytes).
+  static constexpr size_t kMaxPrefixBytes = 1 << 20;
+  std::vector<uint8_t> prefix_;
+  bool prefix_kept_ = true;
+  std::unique_ptr<InputSpool> spool_;
+  uint64_t spool_pos_ = 0;  // where the demuxer reads the spool
+  Status io_failure_;       // why a read or seek callback failed (a spool past its bound, ...)
+  uint64_t seek_requests_ = 0;
 
   // Destroyed in reverse order: the format context closes before its AVIOContext.
   AvioContextPtr avio_;

@@ -105,6 +105,11 @@ StatusOr<DaemonMetrics> DaemonMetrics::Create(Registry& r, const BuildInfo& buil
                                            "Bytes of the daemon's malloc heap handed out and not yet freed. "
                                            "A leak grows it; resident memory also counts pages that a few "
                                            "live blocks pin among free ones.")));
+  ASSIGN_OR_RETURN(m.input_spool_,
+                   r.AddCallbackGauge(Spec("conveyor_input_spool_bytes",
+                                           "Bytes of client input held in spool files: MP4s whose moov follows "
+                                           "mdat, from clients that cannot seek. limits.input_spool_bytes bounds "
+                                           "each session's.")));
   ASSIGN_OR_RETURN(m.heap_free_,
                    r.AddCallbackGauge(Spec("conveyor_heap_free_bytes",
                                            "Free bytes the daemon's malloc heap holds (resident or not).")));
@@ -232,6 +237,10 @@ StatusOr<ScopedCallback> DaemonMetrics::BindSessionsActive(std::function<double(
 
 StatusOr<ScopedCallback> DaemonMetrics::BindHeapInUse(std::function<double()> fn) {
   return heap_in_use_->Bind({}, std::move(fn));
+}
+
+StatusOr<ScopedCallback> DaemonMetrics::BindInputSpool(std::function<double()> fn) {
+  return input_spool_->Bind({}, std::move(fn));
 }
 
 StatusOr<ScopedCallback> DaemonMetrics::BindHeapFree(std::function<double()> fn) {

@@ -91,6 +91,8 @@ class DaemonMetrics {
   // The process's malloc heap: bytes in use, and free bytes it holds.
   StatusOr<ScopedCallback> BindHeapInUse(std::function<double()> fn);
   StatusOr<ScopedCallback> BindHeapFree(std::function<double()> fn);
+  // Bytes of client input spooled to files (media::InputSpool), all sessions together.
+  StatusOr<ScopedCallback> BindInputSpool(std::function<double()> fn);
   // Page-locked host memory for assembling raw frames from messages; `state`: "in_use"
   // (running sessions' rings) or "idle" (rings kept for the next sessions).
   StatusOr<ScopedCallback> BindPinnedInput(const std::string& state, std::function<double()> fn);
@@ -117,6 +119,7 @@ class DaemonMetrics {
   CallbackGaugeFamily* sessions_active_ = nullptr;
   CallbackGaugeFamily* heap_in_use_ = nullptr;
   CallbackGaugeFamily* heap_free_ = nullptr;
+  CallbackGaugeFamily* input_spool_ = nullptr;
   CallbackGaugeFamily* pinned_input_ = nullptr;
   CallbackGaugeFamily* queue_depth_ = nullptr;
   GaugeFamily* pinned_allocated_ = nullptr;

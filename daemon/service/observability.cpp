@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "allocator_tuning.h"
+#include "input_spool.h"
 
 namespace conveyor {
 
@@ -35,6 +36,9 @@ StatusOr<std::unique_ptr<Observability>> Observability::Create(Scheduler* schedu
   o->bindings_.push_back(std::move(in_use));
   ASSIGN_OR_RETURN(metrics::ScopedCallback free, o->daemon_->BindHeapFree([] { return HeapUsageNow().free_bytes; }));
   o->bindings_.push_back(std::move(free));
+  ASSIGN_OR_RETURN(metrics::ScopedCallback spool,
+                   o->daemon_->BindInputSpool([] { return static_cast<double>(media::InputSpool::TotalBytes()); }));
+  o->bindings_.push_back(std::move(spool));
   o->updater_ = std::thread([p = o.get()] { p->UpdateLoop(); });
   return o;
 }

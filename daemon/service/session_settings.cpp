@@ -13,6 +13,8 @@ SessionOptions SessionOptionsFromConfig(const config::DaemonConfig& c) {
   so.input_bytes = static_cast<size_t>(c.input_queue_bytes);
   so.max_input_bytes = c.max_session_bytes;
   so.decode_threads = c.decode_threads;
+  so.spool_directory = c.spool_directory;
+  so.spool_bytes = c.input_spool_bytes;
   // Validate() accepts only the names ParseUntaggedMatrix knows.
   so.untagged_matrix = media::ParseUntaggedMatrix(c.untagged_matrix).value_or(media::UntaggedMatrix::kBt601);
   so.pinned_input_bytes = c.pinned_input_bytes;

@@ -48,6 +48,11 @@ StatusOr<Job> ParseJobSpec(const v1::JobSpec& spec, const JobLimits& limits) {
       job.container_input = true;
       job.format_hint = spec.container().format_hint();
       job.strict = spec.container().strict();
+      job.seekable = spec.container().seekable();
+      job.input_size = spec.container().size();
+      if (job.input_size > 0 && !job.seekable) {
+        return InvalidArgument("spec.container.size: only for seekable input (spec.container.seekable)");
+      }
       break;
     case v1::JobSpec::kRaw: {
       const v1::RawInput& raw = spec.raw();

@@ -33,6 +33,8 @@ struct Job {
   bool container_input = true;
   std::string format_hint;
   bool strict = false;  // ContainerInput.strict: damaged input fails instead of being concealed
+  bool seekable = false;     // ContainerInput.seekable: ContainerRange input, ReadRequests
+  uint64_t input_size = 0;   // ContainerInput.size
   // Raw input only.
   PixelFormat raw_format = PixelFormat::kYuv420p;
   int raw_width = 0, raw_height = 0;

@@ -123,6 +123,8 @@ void Session::Run() {
     summary->set_decode_errors(decode_errors_.load());
     summary->set_frames_dropped(frames_dropped_.load());
     summary->set_truncated(truncated_.load());
+    summary->set_read_requests(read_requests_.load());
+    summary->set_spooled_bytes(spooled_bytes_.load());
     // Summed over frames; the stages of different frames overlap in time.
     const std::pair<const char*, double> stages[] = {
         {"decode", decode_seconds_}, {"queue", queue_seconds_}, {"encode", encode_seconds_},

@@ -70,6 +70,8 @@ struct SessionOptions {
   size_t input_bytes = 16 << 20;    // container bytes buffered
   uint64_t max_input_bytes = 64ull << 30;
   int decode_threads = 0;
+  std::string spool_directory = "/var/tmp";  // where inputs that need seeking are spooled
+  uint64_t spool_bytes = 4ull << 30;         // per session; 0: no spool
   media::UntaggedMatrix untagged_matrix = media::UntaggedMatrix::kBt601;  // container input without a matrix
   size_t message_bytes = 1 << 20;   // largest data field in one response
   const SessionMetricsContext* metrics = nullptr;  // none: count nothing
@@ -95,6 +97,11 @@ class Session : public std::enable_shared_from_this<Session> {
   // Input from the reactor. False: no room now; ResumeReading() follows when there is.
   // A non-OK status ends the session (bad data), already sent to the sink.
   StatusOr<bool> TryPushContainerBytes(std::vector<uint8_t>& chunk);
+  // Seekable input: `range` (its data moved into `data`).
+  StatusOr<bool> TryPushContainerRange(const v1::ContainerRange& range, std::vector<uint8_t>& data);
+  // Seekable input: the ReadRequest not yet answered with a byte ("" when none), for the
+  // reaper's idle-timeout status.
+  std::string UnansweredRequest() const;
   StatusOr<bool> TryPushFrameChunk(const v1::RawFrameChunk& chunk);
   StatusOr<bool> TryPushSharedFrame(const v1::SharedFrame& frame);
   void EndOfInput();
@@ -202,6 +209,11 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Container input.
   media::ByteQueue bytes_;
+  // Seekable input: the last ReadRequest and whether bytes of it have come.
+  mutable std::mutex request_mu_;
+  uint64_t request_id_ = 0, request_offset_ = 0;
+  bool request_answered_ = true;
+  std::atomic<uint64_t> read_requests_{0}, spooled_bytes_{0};
   // Raw input: frames assembled from chunks by the reactor, or in shared-memory slots.
   struct RawFrame {
     const uint8_t* data = nullptr;

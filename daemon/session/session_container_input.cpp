@@ -30,6 +30,7 @@ Status AsInputError(const Status& s) {
 }  // namespace
 
 void Session::RecordDamage(const media::ContainerDecoder& decoder) {
+  spooled_bytes_.store(decoder.spooled_bytes());
   const media::InputDamage& d = decoder.damage();
   const uint64_t errors = static_cast<uint64_t>(d.decode_errors);
   const uint64_t before = decode_errors_.exchange(errors);
@@ -38,8 +39,47 @@ void Session::RecordDamage(const media::ContainerDecoder& decoder) {
   if (damage_note_.empty() && !d.first_error.empty()) damage_note_ = d.first_error;
 }
 
+StatusOr<bool> Session::TryPushContainerRange(const v1::ContainerRange& range, std::vector<uint8_t>& data) {
+  if (!job_.container_input) return InvalidArgument("container_range: this job's input is raw frames");
+  if (!job_.seekable) {
+    return InvalidArgument("container_range: this job's input is not seekable (spec.container.seekable is false); "
+                           "send container_chunk");
+  }
+  if (bytes_in_.load() + data.size() > options_.max_input_bytes) {
+    return ResourceExhausted("input exceeds max_session_bytes (" + std::to_string(options_.max_input_bytes) + ")");
+  }
+  if (job_.input_size > 0 && range.offset() + data.size() > job_.input_size) {
+    return InvalidArgument("container_range: bytes " + std::to_string(range.offset()) + ".." +
+                           std::to_string(range.offset() + data.size()) + " run past spec.container.size " +
+                           std::to_string(job_.input_size));
+  }
+  const size_t n = data.size();
+  StatusOr<media::ByteQueue::PushAt> pushed =
+      bytes_.TryPushAt(range.seek_id(), range.offset(), data, range.end_of_input());
+  if (!pushed.ok()) return InvalidArgument("container_range." + pushed.status().message());
+  if (*pushed == media::ByteQueue::PushAt::kFull) return false;
+  bytes_in_ += n;  // stale ranges too: they were moved all the same
+  meter_.BytesIn(n);
+  Touch();
+  if (*pushed == media::ByteQueue::PushAt::kTaken) {
+    std::lock_guard<std::mutex> lock(request_mu_);
+    if (range.seek_id() == request_id_) request_answered_ = true;
+  }
+  return true;
+}
+
+std::string Session::UnansweredRequest() const {
+  std::lock_guard<std::mutex> lock(request_mu_);
+  if (request_answered_) return "";
+  return "ReadRequest " + std::to_string(request_id_) + " (offset " + std::to_string(request_offset_) +
+         ") has had no answer";
+}
+
 StatusOr<bool> Session::TryPushContainerBytes(std::vector<uint8_t>& chunk) {
   if (!job_.container_input) return InvalidArgument("container_chunk: this job's input is raw frames");
+  if (job_.seekable) {
+    return InvalidArgument("container_chunk: this job's input is seekable; send container_range messages");
+  }
   if (bytes_in_.load() + chunk.size() > options_.max_input_bytes) {
     return ResourceExhausted("input exceeds max_session_bytes (" + std::to_string(options_.max_input_bytes) + ")");
   }
@@ -57,6 +97,26 @@ Status Session::RunContainer() {
   o.threads = options_.decode_threads;
   o.untagged_matrix = options_.untagged_matrix;
   o.strict = job_.strict;
+  o.spool_directory = options_.spool_directory;
+  o.spool_bytes = options_.spool_bytes;
+  if (job_.seekable) {
+    o.random_access.enabled = true;
+    o.random_access.size = job_.input_size;
+    o.random_access.request = [this](uint64_t seek_id, uint64_t offset) {
+      {
+        std::lock_guard<std::mutex> lock(request_mu_);
+        request_id_ = seek_id;
+        request_offset_ = offset;
+        request_answered_ = false;
+      }
+      read_requests_++;
+      Touch();  // the idle clock runs for the client's answer from here
+      v1::TranscodeResponse r;
+      r.mutable_read_request()->set_seek_id(seek_id);
+      r.mutable_read_request()->set_offset(offset);
+      Send(std::move(r));
+    };
+  }
   o.audio = job_.audio;
   // Pictures past the size limit are refused before FFmpeg allocates them; the exact
   // per-dimension check follows in BeginOutput.

@@ -39,6 +39,13 @@ bool SessionInput::Offer(v1::TranscodeRequest& request) {
         pending_bytes_.assign(data.begin(), data.end());
         break;
       }
+      case v1::TranscodeRequest::kContainerRange: {
+        v1::ContainerRange& range = *request.mutable_container_range();
+        pending_bytes_.assign(range.data().begin(), range.data().end());
+        range.clear_data();
+        pending_range_ = std::move(range);
+        break;
+      }
       case v1::TranscodeRequest::kFrameChunk:
         pending_frame_ = std::move(*request.mutable_frame_chunk());
         break;
@@ -89,10 +96,12 @@ bool SessionInput::Paused() const {
 StatusOr<bool> SessionInput::PushPendingLocked() {
   StatusOr<bool> taken = pending_frame_    ? session_->TryPushFrameChunk(*pending_frame_)
                           : pending_shared_ ? session_->TryPushSharedFrame(*pending_shared_)
+                          : pending_range_  ? session_->TryPushContainerRange(*pending_range_, pending_bytes_)
                                             : session_->TryPushContainerBytes(pending_bytes_);
   if (taken.ok() && *taken) {
     pending_frame_.reset();
     pending_shared_.reset();
+    pending_range_.reset();
     pending_bytes_.clear();
   }
   return taken;

@@ -45,6 +45,7 @@ class SessionInput {
   std::vector<uint8_t> pending_bytes_;
   std::optional<v1::RawFrameChunk> pending_frame_;
   std::optional<v1::SharedFrame> pending_shared_;
+  std::optional<v1::ContainerRange> pending_range_;  // its data is in pending_bytes_
   bool ended_ = false;  // EndOfInput came: only releases may follow
 };
 

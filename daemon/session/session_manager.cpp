@@ -219,9 +219,10 @@ void SessionManager::ReapLoop() {
       // A client that stopped reading cannot be told why either: its stream is let go now,
       // not one more idle timeout later (the status would wait behind the unwritten output).
       const bool not_reading = s->HasUnsentOutput();
+      const std::string unanswered = s->UnansweredRequest();
       s->Cancel(Status(StatusCode::kDeadlineExceeded,
-                       "session idle for more than " + std::to_string(idle_timeout_s) +
-                           " s (no input read and no output written)"));
+                       "session idle for more than " + std::to_string(idle_timeout_s) + " s (" +
+                           (unanswered.empty() ? "no input read and no output written" : unanswered) + ")"));
       if (not_reading) {
         spdlog::info("session {}: idle with output its client does not read; aborting the stream", s->id());
         s->AbortStream();

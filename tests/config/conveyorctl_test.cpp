@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <sstream>
@@ -126,7 +127,7 @@ TEST_F(ConveyorctlTest, ContainerInputIsSentInChunksOfAtMostOneMiB) {
   WriteWholeFile(Path("in.mkv"), input);
   fake_.responses = {Started(), Summary()};
   ASSERT_EQ(Run({"transcode", Path("in.mkv"), "-o", Path("frames"), "--format-hint", "matroska",
-                 "--label", "clip one"}),
+                 "--label", "clip one", "--no-seek"}),
             0)
       << err_;
   const auto requests = fake_.Requests();
@@ -134,6 +135,7 @@ TEST_F(ConveyorctlTest, ContainerInputIsSentInChunksOfAtMostOneMiB) {
   ASSERT_TRUE(requests[0].has_spec());
   const v1::JobSpec& spec = requests[0].spec();
   EXPECT_TRUE(spec.has_container());
+  EXPECT_FALSE(spec.container().seekable());  // --no-seek: streamed, as from a pipe
   EXPECT_EQ(spec.container().format_hint(), "matroska");
   EXPECT_EQ(spec.client_label(), "clip one");
   ASSERT_EQ(spec.renditions_size(), 1);  // the default: source size
@@ -150,6 +152,58 @@ TEST_F(ConveyorctlTest, ContainerInputIsSentInChunksOfAtMostOneMiB) {
   EXPECT_EQ(received, input);
   EXPECT_NE(out_.find("session s-1 on cpu (2 threads)"), std::string::npos) << out_;
   EXPECT_NE(out_.find("done: 2 frames in"), std::string::npos) << out_;
+}
+
+// A regular file goes seekable: ranges of at most 1 MiB from offset 0, and from each
+// ReadRequest's offset with its seek_id, each run ending with end_of_input.
+TEST_F(ConveyorctlTest, AFileIsSentSeekableAndReadRequestsAreAnsweredFromTheirOffsets) {
+  const std::string input = Pattern(2 * kMiB + 11, 9);
+  WriteWholeFile(Path("in.mp4"), input);
+  v1::ReadRequest past, back;
+  past.set_seek_id(1);
+  past.set_offset(kMiB + kMiB / 2);
+  back.set_seek_id(2);
+  back.set_offset(100);
+  fake_.read_requests = {past, back};
+  v1::TranscodeResponse summary = Summary();
+  summary.mutable_summary()->set_read_requests(2);
+  fake_.responses = {Started(), summary};
+  ASSERT_EQ(Run({"transcode", Path("in.mp4"), "-o", Path("frames")}), 0) << err_;
+  const auto requests = fake_.Requests();
+  ASSERT_FALSE(requests.empty());
+  const v1::JobSpec& spec = requests[0].spec();
+  EXPECT_TRUE(spec.container().seekable());
+  EXPECT_EQ(spec.container().size(), input.size());
+  // Each run, in order: seek_id, first offset, the bytes it carried, and its end flag.
+  struct RangeRun {
+    uint64_t seek_id, offset;
+    std::string data;
+    bool ended = false;
+  };
+  std::vector<RangeRun> runs;
+  for (size_t i = 1; i < requests.size(); ++i) {
+    ASSERT_EQ(requests[i].message_case(), v1::TranscodeRequest::kContainerRange) << "request " << i;
+    const v1::ContainerRange& r = requests[i].container_range();
+    EXPECT_LE(r.data().size(), kChunkBytes);
+    if (runs.empty() || runs.back().seek_id != r.seek_id()) {
+      ASSERT_TRUE(runs.empty() || runs.back().ended) << "a new run before the last one ended";
+      runs.push_back({r.seek_id(), r.offset(), "", false});
+    }
+    EXPECT_EQ(r.offset(), runs.back().offset + runs.back().data.size()) << "request " << i;
+    runs.back().data += r.data();
+    runs.back().ended = r.end_of_input();
+  }
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[0].seek_id, 0u);
+  EXPECT_EQ(runs[0].offset, 0u);
+  EXPECT_EQ(runs[0].data, input);
+  EXPECT_EQ(runs[1].seek_id, 1u);
+  EXPECT_EQ(runs[1].offset, past.offset());
+  EXPECT_EQ(runs[1].data, input.substr(past.offset()));
+  EXPECT_EQ(runs[2].seek_id, 2u);
+  EXPECT_EQ(runs[2].data, input.substr(100));
+  for (const RangeRun& r : runs) EXPECT_TRUE(r.ended);
+  EXPECT_NE(out_.find("read requests: 2"), std::string::npos) << out_;
 }
 
 TEST_F(ConveyorctlTest, StdinInputAndDefaultLabel) {
@@ -274,6 +328,53 @@ TEST_F(ConveyorctlTest, UnfinishedFrameAtTheEndIsAnError) {
   EXPECT_NE(err_.find("conveyorctl: INTERNAL: the stream ended inside frame 1"), std::string::npos)
       << err_;
   EXPECT_FALSE(std::filesystem::exists(Path("frames/0-000001.jpg")));
+  EXPECT_FALSE(std::filesystem::exists(Path("frames")));  // frame 0 and the directory went too
+}
+
+// Entries of the test directory other than the input, the socket and `keep`.
+std::vector<std::string> Leftovers(const std::string& dir, const std::vector<std::string>& keep) {
+  std::vector<std::string> found;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name != "in.mp4" && name != "fake.sock" && std::find(keep.begin(), keep.end(), name) == keep.end()) {
+      found.push_back(name);
+    }
+  }
+  return found;
+}
+
+TEST_F(ConveyorctlTest, AFailedCallLeavesNothingUnlessAskedToKeepIt) {
+  WriteWholeFile(Path("in.mp4"), "container");
+  fake_.responses = {Started(), Chunk(0, "abc"), Chunk(1, "12")};
+  fake_.status = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "input: broken");
+  EXPECT_EQ(Run({"transcode", Path("in.mp4"), "-o", Path("out.mkv"), "--container", "mkv", "--rendition", "64x48",
+                 "--rendition", "32x24"}),
+            kExitFailed);
+  EXPECT_EQ(Leftovers(dir_.path(), {}), std::vector<std::string>{});  // no output, no temporary file
+  fake_.responses = {Started(), Packet(0, 0, "AB", true), Packet(0, 1, "C", true)};
+  EXPECT_EQ(Run({"transcode", Path("in.mp4"), "-o", Path("frames")}), kExitFailed);
+  EXPECT_EQ(Leftovers(dir_.path(), {}), std::vector<std::string>{});
+
+  // --keep-partial: what came, under the final names, as the ffmpeg CLI leaves it.
+  fake_.responses = {Started(), Chunk(0, "abc"), Chunk(1, "12")};
+  EXPECT_EQ(Run({"transcode", Path("in.mp4"), "-o", Path("out.mkv"), "--container", "mkv", "--rendition", "64x48",
+                 "--rendition", "32x24", "--keep-partial"}),
+            kExitFailed);
+  EXPECT_EQ(ReadWholeFile(Path("out.mkv")), "abc");
+  EXPECT_EQ(ReadWholeFile(Path("out.1.mkv")), "12");
+  fake_.responses = {Started(), Packet(0, 0, "AB", true), Packet(0, 1, "C", true)};
+  EXPECT_EQ(Run({"transcode", Path("in.mp4"), "-o", Path("frames"), "--keep-partial"}), kExitFailed);
+  EXPECT_EQ(ReadWholeFile(Path("frames/0-000001.jpg")), "C");
+  EXPECT_EQ(Leftovers(dir_.path(), {"out.mkv", "out.1.mkv", "frames"}), std::vector<std::string>{});
+}
+
+TEST_F(ConveyorctlTest, NothingIsCreatedWhenTheDaemonRefusesTheJob) {
+  WriteWholeFile(Path("in.mp4"), "container");
+  fake_.mode = FakeTranscoder::Mode::kFailAfterSpec;
+  fake_.status = grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, "64 sessions running");
+  EXPECT_EQ(Run({"transcode", Path("in.mp4"), "-o", Path("new/dir/frames")}), kExitFailed);
+  EXPECT_EQ(Run({"transcode", Path("in.mp4"), "-o", Path("out.mov"), "--container", "mov"}), kExitFailed);
+  EXPECT_EQ(Leftovers(dir_.path(), {}), std::vector<std::string>{});
 }
 
 TEST_F(ConveyorctlTest, ContainerOutputGoesToOneFilePerRendition) {
@@ -426,6 +527,15 @@ TEST_F(ConveyorctlTest, UnreachableServer) {
   EXPECT_EQ(RunConveyorctl(static_cast<int>(argv.size()), argv.data(), out, err), kExitFailed);
   EXPECT_NE(err.str().find("conveyorctl: UNAVAILABLE: "), std::string::npos) << err.str();
   EXPECT_NE(err.str().find("is conveyord listening on " + missing), std::string::npos) << err.str();
+
+  // A transcode to an unreachable daemon makes no output directory.
+  WriteWholeFile(Path("in.mp4"), "container");
+  const std::vector<std::string> transcode = {"conveyorctl", "transcode", Path("in.mp4"), "-o", Path("frames"),
+                                              "--target", missing, "--timeout", "5"};
+  argv.clear();
+  for (const std::string& a : transcode) argv.push_back(a.c_str());
+  EXPECT_EQ(RunConveyorctl(static_cast<int>(argv.size()), argv.data(), out, err), kExitFailed);
+  EXPECT_FALSE(std::filesystem::exists(Path("frames")));
 }
 
 TEST_F(ConveyorctlTest, UsageErrorsExitTwoAndSendNothing) {

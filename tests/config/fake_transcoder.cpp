@@ -29,10 +29,21 @@ grpc::Status FakeTranscoder::Transcode(
     grpc::ServerContext* context,
     grpc::ServerReaderWriter<v1::TranscodeResponse, v1::TranscodeRequest>* stream) {
   v1::TranscodeRequest request;
+  // A seekable client does not half-close before Summary: the end of its input is a range
+  // with end_of_input, after which each of `read_requests` is sent and answered in turn.
+  size_t next_request = 0;
   while (stream->Read(&request)) {
-    std::lock_guard<std::mutex> lock(mu_);
-    requests_.push_back(request);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      requests_.push_back(request);
+    }
     if (mode != Mode::kReadAllThenRespond) break;
+    if (request.has_container_range() && request.container_range().end_of_input()) {
+      if (next_request == read_requests.size()) break;
+      v1::TranscodeResponse r;
+      *r.mutable_read_request() = read_requests[next_request++];
+      if (!stream->Write(r)) break;
+    }
   }
   if (mode == Mode::kFailAfterSpec) return status;
   if (mode == Mode::kWaitForCancel) {

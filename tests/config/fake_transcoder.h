@@ -17,7 +17,9 @@ namespace conveyor::testing {
 class FakeTranscoder final : public v1::Transcoder::Service {
  public:
   enum class Mode {
-    kReadAllThenRespond,  // read to the client's half-close, then write `responses`
+    // read to the client's half-close (or, seekable, the end of its last range), then
+    // write `responses`
+    kReadAllThenRespond,
     kFailAfterSpec,       // return `status` right after the first request
     kWaitForCancel,       // read the spec, then wait until the client gives up
   };
@@ -25,6 +27,9 @@ class FakeTranscoder final : public v1::Transcoder::Service {
   // Set before the call.
   Mode mode = Mode::kReadAllThenRespond;
   std::vector<v1::TranscodeResponse> responses;
+  // kReadAllThenRespond with seekable input: sent one at a time, each after the client's
+  // range with end_of_input, before `responses`.
+  std::vector<v1::ReadRequest> read_requests;
   grpc::Status status = grpc::Status::OK;  // of Transcode and of the unary calls
   v1::ServerStatus server_status;
   v1::ListSessionsResponse sessions;

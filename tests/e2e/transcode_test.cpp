@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -34,6 +35,11 @@ void MakeMedia() {
                           "-pix_fmt yuv420p -c:a aac " + g_media + "/av.mkv"), 0);
   // ffmpeg writes moov after mdat unless told otherwise.
   ASSERT_EQ(Shell(lavfi + "-frames:v 12 -c:v libx264 -pix_fmt yuv420p " + g_media + "/moov_at_end.mp4"), 0);
+  // The same layout with an mdat of a few MB (noise, lossless): past what the demuxer's
+  // buffer and a short forward read cover, so reading it takes requests.
+  ASSERT_EQ(Shell("ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=320x240:rate=25,noise=alls=40:allf=t "
+                  "-frames:v 30 -c:v libx264 -preset ultrafast -qp 0 " + g_media + "/moov_at_end_big.mp4"),
+            0);
   ASSERT_EQ(Shell("head -c 65536 /dev/urandom > " + g_media + "/garbage.bin"), 0);
 }
 
@@ -296,14 +302,35 @@ TEST_F(TranscodeTest, GarbageInputIsInvalidArgument) {
   EXPECT_EQ(out.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << out.status.error_message();
 }
 
-TEST_F(TranscodeTest, Mp4WithMoovAtTheEndNamesTheFix) {
+// A client that cannot seek streams an MP4 whose moov follows mdat: the daemon spools it
+// (limits.input_spool_bytes) and demuxes it from there.
+TEST_F(TranscodeTest, Mp4WithMoovAtTheEndIsSpooledFromAStream) {
+  TranscodeCall call;
+  call.spec = ContainerSpec();
+  AddRendition(&call.spec, 0, 0);
+  call.send_input = [](TranscodeStream* s) { return SendFileChunks(s, g_media + "/moov_at_end.mp4", 4096); };
+  const TranscodeOutcome out = RunTranscode(stub_.get(), call);
+  ASSERT_TRUE(out.status.ok()) << out.status.error_message();
+  EXPECT_EQ(out.summary.frames_out(), 12u);
+  EXPECT_EQ(out.summary.spooled_bytes(), ReadFile(g_media + "/moov_at_end.mp4").size());
+}
+
+// Without a spool the same stream is refused at once, with the ways out.
+TEST(TranscodeWithoutSpool, Mp4WithMoovAtTheEndNamesTheFix) {
+  MakeMedia();
+  DaemonProcess daemon({"--input-spool-bytes", "0"});
+  ASSERT_TRUE(daemon.ready());
+  auto stub = v1::Transcoder::NewStub(daemon.Channel());
   TranscodeCall call;
   call.spec = ContainerSpec();
   AddRendition(&call.spec, 0, 0);
   call.send_input = [](TranscodeStream* s) { return SendFileChunks(s, g_media + "/moov_at_end.mp4"); };
-  const TranscodeOutcome out = RunTranscode(stub_.get(), call);
+  const TranscodeOutcome out = RunTranscode(stub.get(), call);
   EXPECT_EQ(out.status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(out.status.error_message().find("ContainerInput.seekable"), std::string::npos)
+      << out.status.error_message();
   EXPECT_NE(out.status.error_message().find("-movflags faststart"), std::string::npos) << out.status.error_message();
+  EXPECT_EQ(daemon.Stop(), 0);
 }
 
 TEST_F(TranscodeTest, ABadSessionDoesNotDisturbAGoodOne) {
@@ -665,12 +692,36 @@ TEST(Conveyorctl, TranscodesToFramesAndContainersAndReportsStatus) {
               0);
     EXPECT_EQ(Slurp(path + ".txt"), "mjpeg," + size + ",12\n") << path;
   }
+  // An MP4 whose moov follows mdat (the ffmpeg CLI's default): a file is read where the
+  // daemon asks; from a pipe the daemon spools it. Both give every frame ffprobe counts.
+  const std::string late = g_media + "/moov_at_end_big.mp4";
+  ASSERT_EQ(Shell("ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames "
+                  "-of csv=p=0 " + late + " > " + daemon.dir() + "/late_frames.txt"),
+            0);
+  const std::string late_frames = Slurp(daemon.dir() + "/late_frames.txt");
+  for (const auto& [how, command] :
+       {std::make_pair(std::string("seekable"), ctl + " transcode " + late + " -o " + daemon.dir() + "/seekable.mkv"),
+        std::make_pair(std::string("spooled"), "cat " + late + " | " + ctl + " transcode - -o " + daemon.dir() +
+                                                   "/spooled.mkv")}) {
+    const std::string path = daemon.dir() + "/" + how + ".mkv";
+    ASSERT_EQ(Shell(command + " --container mkv --no-progress-bar > " + path + ".out 2>&1"), 0)
+        << how << ": " << Slurp(path + ".out");
+    EXPECT_NE(Slurp(path + ".out").find(how == "seekable" ? "read requests: " : "spooled: "), std::string::npos)
+        << how << ": " << Slurp(path + ".out");
+    ASSERT_EQ(Shell("ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames "
+                    "-of csv=p=0 " + path + " > " + path + ".txt"),
+              0);
+    EXPECT_EQ(Slurp(path + ".txt"), late_frames) << how;
+  }
   ASSERT_EQ(Shell(ctl + " status > " + daemon.dir() + "/status.txt"), 0);
   EXPECT_NE(Slurp(daemon.dir() + "/status.txt").find("cpu"), std::string::npos) << Slurp(daemon.dir() + "/status.txt");
   // A bad request: the daemon's status code and message, and a non-zero exit.
-  EXPECT_NE(Shell(ctl + " transcode " + g_media + "/garbage.bin -o " + out + " 2> " + daemon.dir() + "/bad.txt"), 0);
+  EXPECT_NE(Shell(ctl + " transcode " + g_media + "/garbage.bin -o " + daemon.dir() + "/bad_frames 2> " +
+                  daemon.dir() + "/bad.txt"),
+            0);
   EXPECT_NE(Slurp(daemon.dir() + "/bad.txt").find("INVALID_ARGUMENT"), std::string::npos)
       << Slurp(daemon.dir() + "/bad.txt");
+  EXPECT_FALSE(std::filesystem::exists(daemon.dir() + "/bad_frames"));  // a failed call leaves nothing
   EXPECT_EQ(daemon.Stop(), 0);
 }
 #endif

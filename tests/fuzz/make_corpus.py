@@ -3,7 +3,7 @@
 
 Proto seeds come from the real schema (protoc --python_out into a temp dir); container
 seeds are tiny 32x32 clips rendered by ffmpeg's lavfi. Re-run after a schema change:
-  tests/fuzz/make_corpus.py
+  tests/fuzz/make_corpus.py [TARGET...]   (all targets, or only those named)
 """
 import os
 import shutil
@@ -166,22 +166,54 @@ def containers(tmp):
     return out
 
 
+def seekable_inputs(tmp):
+    """MP4s with moov after mdat (and one faststart), behind fuzz_seekable_input's header:
+    mode bits, first-run chunk size, parameter (fuzz_seekable_input.cpp names the bits)."""
+    random_access, size_exact, stale, misplaced, cut_short, no_forward, small_buffer = 1, 2, 8, 16, 32, 64, 128
+    src = ["-f", "lavfi", "-i", "testsrc2=size=32x32:rate=10:duration=0.3"]
+    x264 = ["-c:v", "libx264", "-preset", "ultrafast", "-g", "2"]
+    clips = {"late": x264, "fast": x264 + ["-movflags", "faststart"]}
+    files = {}
+    for name, args in clips.items():
+        path = os.path.join(tmp, name + ".mp4")
+        subprocess.run(["ffmpeg", "-v", "error", "-y"] + src + args + [path], check=True)
+        with open(path, "rb") as f:
+            files[name] = f.read()
+    seeking = random_access | no_forward | small_buffer
+    return {
+        "late_exact_size": bytes([seeking | size_exact, 0x10, 0]) + files["late"],
+        "late_unknown_size_stale": bytes([seeking | stale, 0x04, 0]) + files["late"],
+        "late_cut_short": bytes([seeking | size_exact | cut_short, 0x10, 0]) + files["late"],
+        "late_misplaced": bytes([seeking | misplaced, 0x10, 0]) + files["late"],
+        "late_spooled": bytes([0, 0x10, 40]) + files["late"],
+        "late_spool_too_small": bytes([0, 0x10, 0]) + files["late"],
+        "fast_exact_size": bytes([seeking | size_exact, 0x10, 0]) + files["fast"],
+    }
+
+
 def main():
+    """make_corpus.py [TARGET...]: rewrites every target's seeds, or only those named."""
+    only = set(sys.argv[1:])
     tmp = tempfile.mkdtemp()
     try:
         pb = load_proto(tmp)
-        shutil.rmtree(CORPUS, ignore_errors=True)
+        seeds = {}  # target -> {name: bytes}
         for name, spec in specs(pb).items():
-            write("fuzz_job_spec", name, pb.TranscodeRequest(spec=spec).SerializeToString())
+            seeds.setdefault("fuzz_job_spec", {})[name] = pb.TranscodeRequest(spec=spec).SerializeToString()
         for name, data in raw_streams(pb).items():
-            write("fuzz_raw_frames", name, data)
+            seeds.setdefault("fuzz_raw_frames", {})[name] = data
             # The spec alone is a job spec seed too.
             first = pb.TranscodeRequest.FromString(data[2:2 + struct.unpack("<H", data[:2])[0]])
-            write("fuzz_job_spec", "raw_" + name, first.SerializeToString())
-        for name, data in encoder_seeds().items():
-            write("fuzz_encoder", name, data)
-        for name, data in containers(tmp).items():
-            write("fuzz_container_input", name, data)
+            seeds["fuzz_job_spec"]["raw_" + name] = first.SerializeToString()
+        seeds["fuzz_encoder"] = encoder_seeds()
+        seeds["fuzz_container_input"] = containers(tmp)
+        seeds["fuzz_seekable_input"] = seekable_inputs(tmp)
+        for target, files in seeds.items():
+            if only and target not in only:
+                continue
+            shutil.rmtree(os.path.join(CORPUS, target), ignore_errors=True)
+            for name, data in files.items():
+                write(target, name, data)
     finally:
         shutil.rmtree(tmp)
     for target in sorted(os.listdir(CORPUS)):

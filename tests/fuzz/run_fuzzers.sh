@@ -11,12 +11,13 @@ root=$(pwd)
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_job_spec fuzz_container_input fuzz_raw_frames fuzz_encoder)
+[[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_job_spec fuzz_container_input fuzz_seekable_input fuzz_raw_frames fuzz_encoder)
 
 # Inputs past these sizes only slow a target down: a spec is a few hundred bytes, a raw
 # stream of small frames or a container of a few tiny frames fits in 64 KiB, and the
 # encoder repeats its pixel bytes to fill the frame.
-declare -A max_len=([fuzz_job_spec]=4096 [fuzz_container_input]=65536 [fuzz_raw_frames]=65536 [fuzz_encoder]=4096)
+declare -A max_len=([fuzz_job_spec]=4096 [fuzz_container_input]=65536 [fuzz_seekable_input]=65536 [fuzz_raw_frames]=65536
+  [fuzz_encoder]=4096)
 
 build=build/fuzz
 flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"

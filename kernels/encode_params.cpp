@@ -33,6 +33,9 @@ Status ValidateParams(const EncodeParams& p) {
                            " is out of range 0.." + std::to_string(kMaxRestartInterval) +
                            " (or auto)");
   }
+  if (p.exif_orientation < 0 || p.exif_orientation > 8) {
+    return InvalidArgument("exif_orientation " + std::to_string(p.exif_orientation) + " is out of range 0..8");
+  }
   return OkStatus();
 }
 

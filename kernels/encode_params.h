@@ -22,6 +22,9 @@ struct EncodeParams {
   int quality = 85;                        // 1..100, IJG scaling of the Annex K tables
   Subsampling subsampling = Subsampling::k420;
   int restart_interval = kRestartAuto;     // MCUs per entropy segment
+  // 2..8: an Exif APP1 segment with this Orientation tag follows APP0, for a frame whose
+  // pixels stay as stored while the display turns them; 0 or 1: none.
+  int exif_orientation = 0;
 };
 
 Status ValidateParams(const EncodeParams& p);

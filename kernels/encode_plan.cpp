@@ -58,6 +58,7 @@ StatusOr<EncodePlan> MakeEncodePlan(const FrameView& frame, const EncodeParams& 
   p.layout = LayoutOf(frame.format);
   p.subsampling = params.subsampling;
   p.quality = params.quality;
+  p.exif_orientation = params.exif_orientation;
 
   const int hs = params.subsampling == Subsampling::k444 ? 1 : 2;
   const int vs = params.subsampling == Subsampling::k420 ? 2 : 1;

@@ -38,6 +38,7 @@ struct EncodePlan {
   FormatLayout layout;
   Subsampling subsampling;
   int quality;
+  int exif_orientation;  // EncodeParams::exif_orientation
 
   int mcu_w, mcu_h;  // MCU size in pixels
   int mcus_x, mcus_y;

@@ -32,6 +32,20 @@ void AppendJfifHeader(const EncodePlan& plan, std::vector<uint8_t>* out) {
   const uint8_t jfif[] = {'J', 'F', 'I', 'F', 0, 1, 1, 0, 0, 1, 0, 1, 0, 0};
   out->insert(out->end(), jfif, jfif + sizeof(jfif));
 
+  if (plan.exif_orientation > 1) {
+    // APP1 Exif (CIPA DC-008): a little-endian TIFF header and IFD0 with one entry,
+    // Orientation (tag 274, SHORT, count 1), and no next IFD.
+    Marker(out, 0xE1);
+    const uint8_t o = static_cast<uint8_t>(plan.exif_orientation);
+    const uint8_t exif[] = {'E', 'x', 'i', 'f', 0, 0,               // identifier
+                            'I', 'I', 42, 0, 8, 0, 0, 0,            // TIFF header, IFD0 at 8
+                            1, 0,                                   // one entry
+                            0x12, 0x01, 3, 0, 1, 0, 0, 0, o, 0, 0, 0,  // 274, SHORT, 1, value
+                            0, 0, 0, 0};                            // no next IFD
+    Put16(out, 2 + static_cast<int>(sizeof(exif)));
+    out->insert(out->end(), exif, exif + sizeof(exif));
+  }
+
   Marker(out, 0xDB);  // DQT: both tables, 8-bit, zigzag order
   Put16(out, 2 + 2 * 65);
   for (int t = 0; t < 2; ++t) {

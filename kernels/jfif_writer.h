@@ -1,5 +1,6 @@
-// The bytes around the entropy-coded data: SOI, JFIF APP0, DQT, SOF0, DHT, DRI and SOS
-// before it, EOI after. Written on the host for both workers.
+// The bytes around the entropy-coded data: SOI, JFIF APP0, Exif APP1 (an orientation
+// only, when the plan has one), DQT, SOF0, DHT, DRI and SOS before it, EOI after. Written
+// on the host for both workers.
 #pragma once
 
 #include <cstdint>

@@ -93,9 +93,13 @@ inline const Field kFields[] = {
     {"limits", "max_sessions", &DaemonConfig::max_sessions, "--max-sessions",
      "Transcode streams served at once; one more is refused with RESOURCE_EXHAUSTED.", 1, 100000},
     {"limits", "max_width", &DaemonConfig::max_width, nullptr,
-     "Largest frame width accepted, source or rendition, in pixels.", 1, 16384},
+     "Largest frame width accepted, source or rendition, in pixels. A portrait frame\n"
+     "(a phone's, turned) may have the sizes the other way round: 2160x3840 fits 3840x2160.",
+     1, 16384},
     {"limits", "max_height", &DaemonConfig::max_height, nullptr,
-     "Largest frame height accepted, source or rendition, in pixels.", 1, 16384},
+     "Largest frame height accepted, source or rendition, in pixels (either way round, as\n"
+     "limits.max_width says).",
+     1, 16384},
     {"limits", "max_frame_rate", &DaemonConfig::max_frame_rate, nullptr,
      "Highest nominal input frame rate accepted, in frames per second.", 0, 10000, true},
     {"limits", "max_session_bytes", &DaemonConfig::max_session_bytes, nullptr,

@@ -121,6 +121,10 @@ int RunConveyorctl(int argc, const char* const* argv, std::ostream& out, std::os
   transcode_cmd->add_flag("--no-seek", t.stream_only,
                           "Send a file front to back only, as from a pipe. By default a regular file is\n"
                           "sent seekable, so the daemon can read an MP4 whose moov follows mdat in place.");
+  transcode_cmd->add_flag("--no-autorotate", t.no_autorotate,
+                          "Keep the pixels as decoded for a rotated input (a phone's video): the orientation\n"
+                          "goes into each JPEG's Exif tag, or MOV's display matrix. By default the frames are\n"
+                          "turned as the input's display matrix says, as the ffmpeg CLI does.");
   transcode_cmd->add_flag("--keep-partial", t.keep_partial,
                           "When the call fails, keep what was written (the frames so far, or the container\n"
                           "cut short under its final name). Without it a failed call leaves nothing: output\n"

@@ -14,6 +14,7 @@
 
 #include "conveyor/v1/transcoder.grpc.pb.h"
 #include "introspect_commands.h"
+#include "stage_orient.h"
 #include "transcode_input.h"
 #include "transcode_output.h"
 
@@ -74,8 +75,9 @@ std::string DescribeStarted(const v1::Started& s) {
     out += ", time base " + std::to_string(s.time_base().num()) + "/" +
            std::to_string(s.time_base().den());
   }
-  if (s.rotation_degrees() != 0) {
-    out += ", rotation " + std::to_string(s.rotation_degrees()) + " degrees";
+  if (s.exif_orientation() > 1 || s.rotation_degrees() != 0) {
+    out += ", display " + std::string(OrientationName(OrientationFromExif(static_cast<int>(s.exif_orientation())))) +
+           (s.autorotated() ? " (applied)" : " (kept as metadata)");
   }
   for (const std::string& note : s.notes()) out += "\nnote: " + note;
   return out;

@@ -194,11 +194,13 @@ StatusOr<v1::JobSpec> BuildJobSpec(const TranscodeOptions& o) {
       return InvalidArgument("--format-hint is for container input, not --raw");
     if (o.audio) return InvalidArgument("--audio needs container input, not --raw");
     if (o.strict) return InvalidArgument("--strict is for container input, not --raw");
+    if (o.no_autorotate) return InvalidArgument("--no-autorotate is for container input, not --raw");
     ASSIGN_OR_RETURN(v1::RawInput raw, ParseRawInput(o.raw));
     *spec.mutable_raw() = std::move(raw);
   } else {
     spec.mutable_container()->set_format_hint(o.format_hint);
     spec.mutable_container()->set_strict(o.strict);
+    if (o.no_autorotate) spec.set_autorotate(false);
   }
   if (!o.renditions.empty() && (!o.size.empty() || !o.ladder.empty())) {
     return InvalidArgument("--rendition replaces --size and --renditions; give one or the other");

@@ -14,6 +14,7 @@
 #include "cpu_encoder.h"
 #include "frame_queue.h"
 #include "heartbeat.h"
+#include "orient_cpu.h"
 #include "registered_ranges.h"
 #include "scale_cpu.h"
 #include "slot_pool.h"
@@ -99,12 +100,13 @@ class CpuWorker : public Worker {
 
   int BandRows() const { return options_.band_rows > 0 ? options_.band_rows : kCpuBandRows; }
 
-  StatusOr<std::vector<uint8_t>> EncodeRendition(const Slot& s, size_t r) {
+  // Rendition r of the slot's frame, made from `source`: the frame, or its turn.
+  StatusOr<std::vector<uint8_t>> EncodeRendition(const Slot& s, const FrameView& source, size_t r) {
     const EncodeParams& params = s.request.renditions[r].params;
-    if (!RenditionIsScaled(s.request, r)) return encoder_.Encode(s.view, params, BandRows());
-    ASSIGN_OR_RETURN(ScalePlan plan, MakeScalePlan(s.view.format, s.view.width, s.view.height,
+    if (!RenditionIsScaled(s.request, r)) return encoder_.Encode(source, params, BandRows());
+    ASSIGN_OR_RETURN(ScalePlan plan, MakeScalePlan(source.format, source.width, source.height,
                                                    RenditionWidth(s.request, r), RenditionHeight(s.request, r)));
-    ASSIGN_OR_RETURN(ScaledFrame scaled, ScaleFrameToOwned(s.view, plan));
+    ASSIGN_OR_RETURN(ScaledFrame scaled, ScaleFrameToOwned(source, plan));
     return encoder_.Encode(scaled.view, params, BandRows());
   }
 
@@ -118,8 +120,16 @@ class CpuWorker : public Worker {
       result.times.started = std::chrono::steady_clock::now();
       Status status =
           options_.test_fault ? options_.test_fault("cpu encode").WithContext("cpu encode") : OkStatus();
+      // The orientation stage, once for all renditions.
+      OrientedFrame turned;
+      if (status.ok() && !s.request.orientation.identity()) {
+        StatusOr<OrientedFrame> t = OrientFrameToOwned(s.view, s.request.orientation);
+        if (t.ok()) turned = std::move(t).value();
+        status = t.status().WithContext("orientation");
+      }
+      const FrameView& source = s.request.orientation.identity() ? s.view : turned.view;
       for (size_t r = 0; status.ok() && r < s.request.renditions.size(); ++r) {
-        auto jpeg = EncodeRendition(s, r);
+        auto jpeg = EncodeRendition(s, source, r);
         if (!jpeg.ok()) {
           status = jpeg.status().WithContext("rendition " + std::to_string(r));
           break;

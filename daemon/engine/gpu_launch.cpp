@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "gpu_orient.h"
 #include "scale_plan.h"
 
 namespace conveyor {
@@ -20,9 +21,9 @@ std::string SlotNames(const std::vector<GpuSlot*>& group) {
 // from: the upload itself, or a scaled copy in the lane's buffer, whose scale is added
 // to `scales`.
 SourcePlanes SourceOf(GpuSlot& s, int r, int i, EncodeLane& lane, std::vector<ScaleJob>* scales) {
-  const FrameView& f = s.request.frame;
+  const FrameView& f = s.shape;
   const EncodePlan& p = s.plans[r];
-  const uint8_t* frame = s.source.get<uint8_t>();
+  const uint8_t* frame = s.orient_plan ? s.turned.get<uint8_t>() : s.source.get<uint8_t>();
   if (s.scale_plans[r]) {
     uint8_t* scaled = lane.scaled.get<uint8_t>() + i * s.scaled_bytes + s.scaled_offset[r];
     scales->push_back({&*s.scale_plans[r], PackedSourcePlanes(frame, f.format, f.width, f.height), scaled});
@@ -46,7 +47,8 @@ int GpuFirstBandRows(const WorkerOptions& options, const FrameView& f, const Enc
 bool SameShape(const FrameRequest& a, const FrameRequest& b) {
   const FrameView &x = a.frame, &y = b.frame;
   if (x.width != y.width || x.height != y.height || x.format != y.format || x.matrix != y.matrix ||
-      x.EffectiveRange() != y.EffectiveRange() || a.renditions.size() != b.renditions.size()) {
+      x.EffectiveRange() != y.EffectiveRange() || a.orientation != b.orientation ||
+      a.renditions.size() != b.renditions.size()) {
     return false;
   }
   for (size_t i = 0; i < a.renditions.size(); ++i) {
@@ -75,7 +77,22 @@ void GpuLauncher::Issue(const std::vector<GpuSlot*>& group) {
 
 // The plans of a frame's renditions, and the buffers and events its slot needs.
 Status GpuLauncher::Plan(GpuSlot& s) {
-  const FrameView& f = s.request.frame;
+  // The renditions are made from the frame, or from its turn.
+  s.shape = s.request.frame;
+  s.orient_plan.reset();
+  if (!s.request.orientation.identity()) {
+    const FrameView& in = s.request.frame;
+    ASSIGN_OR_RETURN(OrientPlan op, MakeOrientPlan(in.format, in.width, in.height, s.request.orientation));
+    s.shape.format = op.dst_format;
+    s.shape.width = op.dst_width;
+    s.shape.height = op.dst_height;
+    if (s.turned.size() < op.dst_size) {
+      counters_->device_bytes += op.dst_size - s.turned.size();
+      RETURN_IF_ERROR(s.turned.Reserve(op.dst_size, "slot turned"));
+    }
+    s.orient_plan = op;
+  }
+  const FrameView& f = s.shape;
   s.plans.clear();
   s.out_offset.clear();
   s.scale_plans.assign(s.request.renditions.size(), std::nullopt);
@@ -167,6 +184,15 @@ Status GpuLauncher::Launch(const std::vector<GpuSlot*>& group) {
     RETURN_IF_ERROR(Check("hipStreamWaitEvent(encode, uploaded)", s->index,
                           hipStreamWaitEvent(lane.stream.get(), s->uploaded.get(), 0)));
     if (s->timing_run) (void)hipEventRecord(s->encode_start.get(), lane.stream.get());
+    if (s->orient_plan) {  // the orientation stage: the upload turned, before any rendition reads it
+      const FrameView& in = s->request.frame;
+      Status turned = Injected(options_, "launch orient", s->index);
+      if (turned.ok()) {
+        turned = EnqueueOrient(*s->orient_plan, PackedSourcePlanes(s->source.get<uint8_t>(), in.format, in.width, in.height),
+                               s->turned.get<uint8_t>(), lane.stream.get());
+      }
+      if (!turned.ok()) return turned.WithContext("slot " + std::to_string(s->index));
+    }
   }
   std::vector<int> flat_base(renditions);  // rendition r's band k is band_done[flat_base[r] + k]
   int waves = 0;

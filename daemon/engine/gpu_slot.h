@@ -18,6 +18,7 @@
 #include "jpeg_tables.h"
 #include "readback_ring.h"
 #include "scale_plan.h"
+#include "stage_orient.h"
 #include "worker.h"
 
 namespace conveyor {
@@ -41,6 +42,9 @@ struct GpuSlot {
   Event copied[kReadbackBuffers];  // recorded after the copy into each band buffer
   Event ring_copied;               // recorded after copies into the readback ring, to wait on
   DeviceBuffer source;      // the uploaded frame
+  // The uploaded frame turned (FrameRequest::orientation), made on the encode lane's
+  // stream before the renditions; reserved at the first turned frame the slot takes.
+  DeviceBuffer turned;
   DeviceBuffer out;         // every band of every rendition, at fixed offsets
   Event uploaded;
   std::vector<Event> band_done;  // flattened over renditions
@@ -54,6 +58,10 @@ struct GpuSlot {
   FrameRequest request;
   SteadyTime submitted, started;
   size_t frame_bytes = 0;
+  // The frame the renditions are made from, as a shape (no planes): the request's frame,
+  // or its turn, whose plan orient_plan holds.
+  FrameView shape;
+  std::optional<OrientPlan> orient_plan;
   std::vector<EncodePlan> plans;
   std::vector<const EncodeTables*> tables;  // per rendition, on the device
   std::vector<size_t> out_offset;  // per rendition, into `out`

@@ -3,23 +3,40 @@
 
 namespace conveyor {
 
+int OrientedWidth(const FrameRequest& request) {
+  return request.orientation.transpose ? request.frame.height : request.frame.width;
+}
+
+int OrientedHeight(const FrameRequest& request) {
+  return request.orientation.transpose ? request.frame.width : request.frame.height;
+}
+
 int RenditionWidth(const FrameRequest& request, size_t i) {
   const int w = request.renditions[i].width;
-  return w == 0 ? request.frame.width : w;
+  return w == 0 ? OrientedWidth(request) : w;
 }
 
 int RenditionHeight(const FrameRequest& request, size_t i) {
   const int h = request.renditions[i].height;
-  return h == 0 ? request.frame.height : h;
+  return h == 0 ? OrientedHeight(request) : h;
 }
 
 bool RenditionIsScaled(const FrameRequest& request, size_t i) {
-  return RenditionWidth(request, i) != request.frame.width || RenditionHeight(request, i) != request.frame.height;
+  return RenditionWidth(request, i) != OrientedWidth(request) || RenditionHeight(request, i) != OrientedHeight(request);
 }
+
+namespace {
+
+// The worker's buffers hold max_width x max_height pictures either way round.
+bool Fits(int w, int h, const WorkerOptions& o) {
+  return (w <= o.max_width && h <= o.max_height) || (w <= o.max_height && h <= o.max_width);
+}
+
+}  // namespace
 
 Status ValidateRequest(const FrameRequest& request, const WorkerOptions& options) {
   RETURN_IF_ERROR(ValidateFrame(request.frame));
-  if (request.frame.width > options.max_width || request.frame.height > options.max_height) {
+  if (!Fits(request.frame.width, request.frame.height, options)) {
     return InvalidArgument("frame " + std::to_string(request.frame.width) + "x" +
                            std::to_string(request.frame.height) + " exceeds this worker's limit of " +
                            std::to_string(options.max_width) + "x" + std::to_string(options.max_height));
@@ -30,7 +47,7 @@ Status ValidateRequest(const FrameRequest& request, const WorkerOptions& options
     const std::string where = "renditions[" + std::to_string(i) + "]";
     RETURN_IF_ERROR(ValidateParams(r.params).WithContext(where));
     const int w = RenditionWidth(request, i), h = RenditionHeight(request, i);
-    if (r.width < 0 || r.height < 0 || w > options.max_width || h > options.max_height) {
+    if (r.width < 0 || r.height < 0 || !Fits(w, h, options)) {
       return InvalidArgument(where + ": size " + std::to_string(r.width) + "x" + std::to_string(r.height) +
                              " is outside 1x1.." + std::to_string(options.max_width) + "x" +
                              std::to_string(options.max_height));

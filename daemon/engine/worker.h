@@ -13,6 +13,7 @@
 #include "encode_params.h"
 #include "frame.h"
 #include "jpeg_bytes.h"
+#include "stage_orient.h"
 #include "status.h"
 
 namespace conveyor {
@@ -62,6 +63,11 @@ struct FrameRequest {
   // worker, into pinned staging) drops it once copied. Without an owner the memory is the
   // caller's, and a worker copies it unless it lies in registered memory.
   std::shared_ptr<const void> owner;
+  // The turn and mirror applied to the frame before its renditions are made (the display
+  // matrix's, under autorotate): rendition sizes, and 0 x 0 as the source size, are of
+  // the turned frame. The GPU worker turns the uploaded frame on the device, the CPU
+  // worker on the host, to the same bytes.
+  Orientation orientation;
   std::vector<Rendition> renditions;
   // The caller's stream (a session): frames of one stream are handed over in the order
   // they were submitted, while a stream's slow frame does not hold back another
@@ -245,7 +251,11 @@ StatusOr<std::unique_ptr<Worker>> MakeGpuWorker(int device, const WorkerOptions&
 // Checks the renditions of a request against the frame and the worker's limits.
 Status ValidateRequest(const FrameRequest& request, const WorkerOptions& options);
 
-// Rendition i's output size (0 in the request means the source's), and whether it
+// The frame's size once turned (FrameRequest::orientation): the size its renditions are
+// made from.
+int OrientedWidth(const FrameRequest& request);
+int OrientedHeight(const FrameRequest& request);
+// Rendition i's output size (0 in the request means the turned source's), and whether it
 // needs the scaling stage.
 int RenditionWidth(const FrameRequest& request, size_t i);
 int RenditionHeight(const FrameRequest& request, size_t i);

@@ -340,6 +340,7 @@ Status ContainerDecoder::OpenVideoDecoder() {
   size_t matrix_size = 0;
   const uint8_t* matrix = av_stream_get_side_data(st, AV_PKT_DATA_DISPLAYMATRIX, &matrix_size);
   stream_rotation_ = ClockwiseRotation(matrix, matrix_size);
+  const DisplayOrientation display = DisplayOrientationOf(matrix, matrix_size);
 
   video_.index = video_index;
   video_.container = fmt->iformat->name;
@@ -352,6 +353,8 @@ Status ContainerDecoder::OpenVideoDecoder() {
   video_.frame_rate = av_guess_frame_rate(fmt, st, nullptr);
   video_.sample_aspect = av_guess_sample_aspect_ratio(fmt, st, nullptr);
   video_.rotation_degrees = stream_rotation_;
+  video_.orientation = display.orientation;
+  video_.odd_rotation = display.odd_angle;
 
   if (options_.audio) {
     const int audio_index = av_find_best_stream(fmt, AVMEDIA_TYPE_AUDIO, -1, video_index, nullptr, 0);

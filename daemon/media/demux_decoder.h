@@ -13,6 +13,7 @@
 
 #include "byte_queue.h"
 #include "demux_errors.h"
+#include "display_orientation.h"
 #include "ffmpeg_handles.h"
 #include "frame_convert.h"
 #include "input_spool.h"
@@ -97,6 +98,11 @@ struct VideoStreamInfo {
   AVRational frame_rate{0, 1};              // best guess; {0,1} when unknown
   AVRational sample_aspect{0, 1};           // {0,1} when unknown
   int rotation_degrees = 0;                 // clockwise rotation to apply for display: 0, 90, 180 or 270
+  // The turn and mirror of the stream's display matrix, as the ffmpeg CLI's autorotate
+  // applies it (display_orientation.h); odd_rotation: an angle it rotates by that is not
+  // a multiple of 90 degrees (orientation identity then).
+  Orientation orientation;
+  bool odd_rotation = false;
 };
 
 struct AudioStreamInfo {

@@ -2,6 +2,8 @@
 // with libavformat into a write-only, non-seekable AVIOContext that forwards to the sink.
 #include "muxer.h"
 
+#include "display_orientation.h"
+
 #include <cstring>
 #include <string>
 
@@ -46,9 +48,6 @@ StatusOr<std::unique_ptr<ContainerMuxer>> ContainerMuxer::Open(const MuxerOption
   if (!ValidRational(options.time_base)) return InvalidArgument("ContainerMuxer: bad time_base");
   if (options.format == ContainerFormat::kAvi && !ValidRational(options.frame_rate)) {
     return InvalidArgument("ContainerMuxer: AVI needs a frame_rate (it has one constant rate)");
-  }
-  if (options.rotation_degrees % 90 != 0 || options.rotation_degrees < 0 || options.rotation_degrees >= 360) {
-    return InvalidArgument("ContainerMuxer: rotation must be 0, 90, 180 or 270");
   }
   if (options.audio != nullptr && !ValidRational(options.audio_time_base)) {
     return InvalidArgument("ContainerMuxer: audio passthrough needs audio_time_base");
@@ -103,12 +102,10 @@ Status ContainerMuxer::Init() {
     video_->avg_frame_rate = options_.frame_rate;
     video_->r_frame_rate = options_.frame_rate;
   }
-  if (options_.rotation_degrees != 0) {
+  if (!options_.orientation.identity()) {
     uint8_t* sd = av_stream_new_side_data(video_, AV_PKT_DATA_DISPLAYMATRIX, 9 * sizeof(int32_t));
     if (sd == nullptr) return ResourceExhausted("av_stream_new_side_data(display matrix): out of memory");
-    // av_display_rotation_set takes the clockwise angle (av_display_rotation_get gives
-    // back the counter-clockwise one, here -rotation_degrees).
-    av_display_rotation_set(reinterpret_cast<int32_t*>(sd), options_.rotation_degrees);
+    DisplayMatrixOf(options_.orientation, reinterpret_cast<int32_t*>(sd));
   }
 
   if (options_.audio != nullptr) {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "ffmpeg_handles.h"
+#include "stage_orient.h"
 #include "status.h"
 
 namespace conveyor::media {
@@ -38,9 +39,9 @@ struct MuxerOptions {
   int height = 0;
   AVRational time_base{1, 1000};  // of the pts given to WriteVideo
   AVRational frame_rate{0, 1};    // nominal rate; required for AVI, a hint elsewhere
-  // Clockwise display rotation (0, 90, 180, 270) written as a display matrix where the
+  // The frames' turn and mirror for display, written as a display matrix where the
   // container holds one (MOV); Matroska and AVI in FFmpeg 5.1 cannot store it.
-  int rotation_degrees = 0;
+  Orientation orientation;
   // Optional audio passthrough: a stream copied from these parameters (the decoder's
   // AudioStreamInfo), whose packets WriteAudio takes in audio_time_base.
   const AVCodecParameters* audio = nullptr;

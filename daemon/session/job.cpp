@@ -31,10 +31,13 @@ StatusOr<Subsampling> FromProto(v1::Subsampling s, const std::string& field) {
   }
 }
 
+// The limits bound a picture landscape or portrait: a phone's 2160x3840 fits 3840x2160.
 Status CheckSize(int w, int h, const JobLimits& limits, const std::string& field) {
-  if (w < 1 || h < 1 || w > limits.max_width || h > limits.max_height) {
+  const bool fits = (w <= limits.max_width && h <= limits.max_height) || (w <= limits.max_height && h <= limits.max_width);
+  if (w < 1 || h < 1 || !fits) {
     return InvalidArgument(field + ": " + std::to_string(w) + "x" + std::to_string(h) + " is outside 1x1.." +
-                           std::to_string(limits.max_width) + "x" + std::to_string(limits.max_height));
+                           std::to_string(limits.max_width) + "x" + std::to_string(limits.max_height) +
+                           " (either way round)");
   }
   return OkStatus();
 }
@@ -153,6 +156,7 @@ StatusOr<Job> ParseJobSpec(const v1::JobSpec& spec, const JobLimits& limits) {
   if (job.audio && !job.container_output) return InvalidArgument("spec.audio_passthrough: needs container output");
   if (spec.client_label().size() > 128) return InvalidArgument("spec.client_label: longer than 128 bytes");
   job.label = spec.client_label();
+  job.autorotate = !spec.has_autorotate() || spec.autorotate();
   return job;
 }
 

@@ -48,6 +48,7 @@ struct Job {
   int output_shared_slots = 0;  // > 0: JPEGs go into shared-memory slots (shared_jpegs.h)
   media::ContainerFormat container = media::ContainerFormat::kMatroska;
   bool audio = false;
+  bool autorotate = true;  // JobSpec.autorotate (absent: true)
   std::string label;
 
   size_t RawFrameBytes() const { return PackedFrameSize(raw_format, raw_width, raw_height); }

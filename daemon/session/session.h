@@ -24,6 +24,7 @@
 #include "assembly_ring_pool.h"
 #include "byte_queue.h"
 #include "conveyor/v1/transcoder.pb.h"
+#include "display_orientation.h"
 #include "frame_assembly_ring.h"
 #include "frame_convert.h"
 #include "job.h"
@@ -157,9 +158,11 @@ class Session : public std::enable_shared_from_this<Session> {
   // A ring from the pool to assemble frame_chunks in (GPU workers), and back at the end.
   void TakeAssemblyRing();
   void ReturnAssemblyRing();
+  // `width` x `height`: the decoded size; `display`: the input's display matrix, which
+  // the renditions are turned by (JobSpec.autorotate) or which the output carries.
   Status BeginOutput(int width, int height, int rate_num, int rate_den, int tb_num, int tb_den,
-                     const std::string& codec, int rotation, const AVCodecParameters* audio,
-                     AVRational audio_time_base);
+                     const std::string& codec, const media::DisplayOrientation& display,
+                     const AVCodecParameters* audio, AVRational audio_time_base);
   Status SubmitFrame(const FrameView& view, int64_t pts, std::shared_ptr<void> keepalive,
                      std::function<void()> on_input_released = nullptr);
   // A frame the worker handed over (on its thread): queued for the output thread, so the
@@ -246,6 +249,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   std::vector<std::string> notes_;  // Started.notes; the pipeline thread's, before BeginOutput
   std::vector<Rendition> renditions_;
+  Orientation turn_;  // applied to every frame (autorotate), set by BeginOutput
   std::vector<std::unique_ptr<media::ContainerMuxer>> muxers_;
   std::mutex mux_mu_;  // muxers are written by the output thread (video) and Run (audio)
 

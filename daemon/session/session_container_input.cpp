@@ -136,7 +136,8 @@ Status Session::RunContainer() {
                            std::to_string(v.frame_rate.den) + " is above the limit");
   }
   RETURN_IF_ERROR(BeginOutput(v.width, v.height, v.frame_rate.num, v.frame_rate.den > 0 ? v.frame_rate.den : 1,
-                              v.time_base.num, v.time_base.den, v.codec, v.rotation_degrees,
+                              v.time_base.num, v.time_base.den, v.codec,
+                              media::DisplayOrientation{v.orientation, v.rotation_degrees, v.odd_rotation},
                               audio ? audio->codecpar : nullptr, audio ? audio->time_base : AVRational{0, 1}));
   if (audio != nullptr) {
     decoder->SetAudioSink([this](const AVPacket& packet) -> Status {

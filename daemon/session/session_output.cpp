@@ -11,9 +11,26 @@
 namespace conveyor {
 
 Status Session::BeginOutput(int width, int height, int rate_num, int rate_den, int tb_num, int tb_den,
-                            const std::string& codec, int rotation, const AVCodecParameters* audio,
-                            AVRational audio_time_base) {
+                            const std::string& codec, const media::DisplayOrientation& display,
+                            const AVCodecParameters* audio, AVRational audio_time_base) {
+  // Autorotate turns every frame; the renditions are of the turned picture. Otherwise
+  // the orientation goes with the output: an Exif tag in each JPEG, the matrix in MOV.
+  const bool turned = job_.autorotate && !display.orientation.identity();
+  turn_ = turned ? display.orientation : Orientation{};
+  const Orientation carried = turned ? Orientation{} : display.orientation;
+  if (turn_.transpose) std::swap(width, height);
   ASSIGN_OR_RETURN(renditions_, ResolveRenditions(job_, width, height, options_.limits));
+  if (!carried.identity() && !job_.container_output) {
+    for (Rendition& r : renditions_) r.params.exif_orientation = ExifOrientation(carried);
+  }
+  if (display.odd_angle) {
+    notes_.push_back("orientation: the display matrix rotates by " + std::to_string(display.rotation_degrees) +
+                     " degrees, not a multiple of 90; the pixels stay as decoded");
+  } else if (!carried.identity() && job_.container_output && job_.container != media::ContainerFormat::kMov) {
+    notes_.push_back(std::string("orientation: ") + media::ContainerFormatName(job_.container) +
+                     " output cannot carry the display matrix (FFmpeg 5.1's muxer); the frames are stored as "
+                     "decoded, to be shown with " + OrientationName(carried));
+  }
   std::vector<std::string> labels;
   for (const Rendition& r : renditions_) {  // 0 x 0 is the source size
     labels.push_back(std::to_string(r.width == 0 ? width : r.width) + "x" +
@@ -30,7 +47,9 @@ Status Session::BeginOutput(int width, int height, int rate_num, int rate_den, i
   started->set_source_width(width);
   started->set_source_height(height);
   started->set_source_codec(codec);
-  started->set_rotation_degrees(rotation);
+  started->set_rotation_degrees(display.rotation_degrees);
+  if (codec != "rawvideo") started->set_exif_orientation(static_cast<uint32_t>(ExifOrientation(display.orientation)));
+  started->set_autorotated(turned);
   for (const std::string& note : notes_) started->add_notes(note);
   if (job_.output_shared_slots > 0) {
     std::vector<std::pair<int, int>> sizes;
@@ -64,7 +83,7 @@ Status Session::BeginOutput(int width, int height, int rate_num, int rate_den, i
     mo.height = renditions_[i].height == 0 ? height : renditions_[i].height;
     mo.time_base = AVRational{tb_num, tb_den};
     mo.frame_rate = AVRational{rate_num, rate_den};
-    mo.rotation_degrees = rotation;
+    mo.orientation = carried;
     mo.audio = audio;
     mo.audio_time_base = audio_time_base;
     const uint32_t index = static_cast<uint32_t>(i);
@@ -94,6 +113,7 @@ Status Session::SubmitFrame(const FrameView& view, int64_t pts, std::shared_ptr<
   FrameRequest request;
   request.id = frames_in_.load();
   request.frame = view;
+  request.orientation = turn_;
   request.renditions = renditions_;
   // The session's own stream of frames: in order among themselves, never held back by
   // another session's. The address is unique among live sessions, and a session lives

@@ -182,8 +182,8 @@ std::vector<Rendition> RenditionsFor(const EncodeParams& params, const std::vect
 StatusOr<ModeResult> RunWorkerMode(const std::string& mode, std::unique_ptr<Worker> worker,
                                    const std::vector<const OwnedFrame*>& seq,
                                    const std::vector<EncodeParams>& params, const std::vector<bool>& heavy,
-                                   const std::vector<std::pair<int, int>>& ladder, bool registered,
-                                   bool heavy_stream, double rate, const std::string& times_csv) {
+                                   const std::vector<std::pair<int, int>>& ladder, Orientation orientation,
+                                   bool registered, bool heavy_stream, double rate, const std::string& times_csv) {
   // Registered: the frames are page-locked where they are and uploaded from there, the
   // "pinned host frames" case. Otherwise the worker copies each into a pinned slot.
   std::vector<std::unique_ptr<HostMemoryRegistration>> registrations;
@@ -210,6 +210,7 @@ StatusOr<ModeResult> RunWorkerMode(const std::string& mode, std::unique_ptr<Work
     req.id = i;
     req.frame = seq[i]->view;
     req.renditions = RenditionsFor(params[i], ladder, heavy[i]);
+    req.orientation = orientation;
     req.on_done = [](FrameResult&&) {};
     RETURN_IF_ERROR(worker->Submit(std::move(req)));
   }
@@ -236,6 +237,7 @@ StatusOr<ModeResult> RunWorkerMode(const std::string& mode, std::unique_ptr<Work
     req.id = i;
     req.frame = seq[i]->view;
     req.renditions = RenditionsFor(params[i], ladder, heavy[i]);
+    req.orientation = orientation;
     req.stream = heavy_stream && heavy[i] ? 1 : 0;  // the heavy frames as another session's
     req.on_done = [&](FrameResult&& r) {
       std::lock_guard<std::mutex> lock(mu);
@@ -368,7 +370,8 @@ Status Run(const PipelineBenchOptions& o) {
         m.progress_events = mode == "on";
         ASSIGN_OR_RETURN(auto w, MakeGpuWorker(0, m));
         ASSIGN_OR_RETURN(ModeResult r, RunWorkerMode("pipelined, progress events " + mode, std::move(w), seq, params,
-                                                     heavy, ladder, o.input_memory == "registered", o.stall_streams,
+                                                     heavy, ladder, OrientationFromExif(o.orientation),
+                                                     o.input_memory == "registered", o.stall_streams,
                                                      o.rate, o.times_csv));
         results.push_back(r);
       } else {
@@ -378,7 +381,8 @@ Status Run(const PipelineBenchOptions& o) {
   } else {
     wo.stage_timing = StageTiming::Off();
     ASSIGN_OR_RETURN(ModeResult r,
-                     RunWorkerMode("cpu worker", MakeCpuWorker(wo), seq, params, heavy, ladder, false, o.stall_streams,
+                     RunWorkerMode("cpu worker", MakeCpuWorker(wo), seq, params, heavy, ladder,
+                                   OrientationFromExif(o.orientation), false, o.stall_streams,
                                    o.rate, o.times_csv));
     results.push_back(r);
   }
@@ -400,6 +404,10 @@ Status Run(const PipelineBenchOptions& o) {
               o.launch_frames, o.band_rows > 0 ? std::to_string(o.band_rows).c_str() : "auto", wo.first_band_blocks,
               worker.c_str(), device.c_str());
   if (!ladder.empty()) std::printf("renditions per frame: %s\n", o.renditions.c_str());
+  if (o.orientation != 1) {
+    std::printf("orientation: %s (EXIF %d), turned on the worker before the renditions\n",
+                OrientationName(OrientationFromExif(o.orientation)), o.orientation);
+  }
   if (worker == "gpu") std::printf("input frames: %s\n", o.input_memory == "registered"
                                                           ? "registered caller memory, uploaded in place"
                                                           : "copied into the worker's pinned slots");
@@ -506,6 +514,10 @@ void AddPipelineCommand(CLI::App& app, PipelineBenchOptions* o, int* exit_code) 
   cmd->add_option("--worker", o->worker, "cpu, gpu or auto")->capture_default_str();
   cmd->add_option("--modes", o->modes, "Comma-separated: serial, off, on")->capture_default_str();
   cmd->add_option("--renditions", o->renditions, "Comma-separated WxH ladder encoded from each upload");
+  cmd->add_option("--orientation", o->orientation,
+                  "EXIF orientation 1..8 each frame is turned by before its renditions (6: rotate 90)")
+      ->check(CLI::Range(1, 8))
+      ->capture_default_str();
   cmd->add_option("--input-memory", o->input_memory, "registered (uploaded in place) or copied")
       ->capture_default_str();
   cmd->add_option("--slots", o->slots, "Slots in the worker's ring")->capture_default_str();

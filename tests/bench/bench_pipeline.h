@@ -19,6 +19,7 @@ struct PipelineBenchOptions {
   std::string worker = "auto";
   std::string modes = "serial,off,on";
   std::string renditions;       // "1920x1080,1280x720,640x360": a ladder from one upload
+  int orientation = 1;          // EXIF 1..8: the turn applied to each frame first (1: none)
   std::string input_memory = "registered";  // or "copied": into the worker's pinned slots
   int slots = 8;
   int band_rows = 0;            // 0: the worker's default

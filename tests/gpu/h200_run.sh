@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What runs on the GPU host (an NVIDIA H200). Expects
 # .device/ as tests/gpu/prepare_device.sh stages it (binaries, libjpeg-turbo, images);
-# writes logs to $OUT.   tests/gpu/h200_run.sh [tests|doctor|encode|pipeline|rss]...
+# writes logs to $OUT.   tests/gpu/h200_run.sh [tests|doctor|encode|pipeline|orient|rss]...
 # Exits non-zero when any part failed (each failure is printed as FAIL: and listed in
 # $OUT/failures.txt): a test binary that exits non-zero, runs no test or skips its GPU
 # tests, no byte-identical case compared, no output decoded by libjpeg-turbo,
@@ -25,7 +25,7 @@ for part in $parts; do
       # Gated: every binary must be there and exit 0, must have run tests without
       # skipping the GPU ones, the two byte-identity suites must have compared cases and
       # the encoder and worker tests must have decoded outputs with libjpeg-turbo.
-      for t in unit_tests gpu_encoder_test gpu_scale_test worker_test doctor_tests; do
+      for t in unit_tests gpu_encoder_test gpu_scale_test gpu_orient_test worker_test doctor_tests; do
         echo "== $t"
         if [[ ! -x $bin/$t ]]; then fail "$t: not staged in $bin"; continue; fi
         $bin/$t >"$out/$t.log" 2>&1
@@ -39,7 +39,7 @@ for part in $parts; do
         skipped=$(grep -E "^\[  SKIPPED \] " "$out/$t.log" | grep -E "/gpu|^\[  SKIPPED \] Gpu" | head -1)
         [[ -z $skipped ]] || fail "$t skipped GPU tests: ${skipped#\[  SKIPPED \] } ($(grep -m1 'no GPU' "$out/$t.log"))"
       done
-      for t in gpu_encoder_test gpu_scale_test; do
+      for t in gpu_encoder_test gpu_scale_test gpu_orient_test; do
         cases=$(sed -nE 's/.*byte-identical cases: ([0-9]+).*/\1/p' "$out/$t.log" | tail -1)
         ((${cases:-0} > 0)) || fail "$t: no byte-identical cases were compared"
       done
@@ -72,6 +72,18 @@ for part in $parts; do
         $bin/conveyor-bench pipeline $args --worker gpu 2>&1 | tee -a "$out/bench_pipeline.log" \
           | grep -vE '^\{|^copy bandwidth'
         rc=${PIPESTATUS[0]}; ((rc == 0)) || fail "conveyor-bench pipeline $args exited $rc"
+      done ;;
+    orient)
+      # The orientation stage's cost: the same 1080p stream unturned (the reference),
+      # rotated 180 and rotated 90, alternating, three rounds.
+      for round in 1 2 3; do
+        for orientation in 1 3 6; do
+          echo "== round $round, orientation $orientation"
+          $bin/conveyor-bench pipeline --size 1920x1080 --format yuv420p --modes on --frames 20000 \
+            --orientation $orientation --worker gpu 2>&1 | tee -a "$out/bench_orient.log" \
+            | grep -E '^pipelined|^orientation|frames/s'
+          rc=${PIPESTATUS[0]}; ((rc == 0)) || fail "conveyor-bench pipeline --orientation $orientation exited $rc"
+        done
       done ;;
     rss)
       $bin/conveyor-bench pipeline --size 1920x1080 --format yuv420p --frames 100000 --modes on --worker gpu 2>&1 \

@@ -24,6 +24,7 @@
 #include "cpu_encoder.h"
 #include "gpu_encoder.h"
 #include "libjpeg_turbo_check.h"
+#include "orient_cpu.h"
 #include "scale_cpu.h"
 #include "synthetic_frame.h"
 #include "worker.h"
@@ -614,6 +615,7 @@ TEST_P(WorkerTest, ReadOnlyMappedMemoryIsRegisteredAndReadInPlace) {
 struct Job {
   testing::SyntheticFrame frame;
   std::vector<Rendition> renditions;
+  Orientation orientation;  // the frame is turned before its renditions
 };
 
 Rendition MakeRendition(int w, int h, int q, Subsampling ss) {
@@ -631,13 +633,15 @@ void SubmitJobs(Worker& worker, const std::vector<Job>& jobs, Collector& got, si
     req.id = i;
     req.frame = jobs[i].frame.view;
     req.renditions = jobs[i].renditions;
+    req.orientation = jobs[i].orientation;
     req.on_done = got.Callback(worker);
     ASSERT_TRUE(worker.Submit(std::move(req)).ok()) << "job " << i;
   }
 }
 
-// Every rendition of every job equals scaling on the CPU and encoding that, and passes
-// libjpeg-turbo's check against the scaled frame; returns how many were checked.
+// Every rendition of every job equals turning (where the job asks) and scaling on the CPU
+// and encoding that, and passes libjpeg-turbo's check against the scaled frame; returns
+// how many were checked.
 int ExpectRenditionsMatchCpu(const std::vector<Job>& jobs, Collector& got) {
   CpuJpegEncoder reference(0);
   int checked = 0;
@@ -648,7 +652,14 @@ int ExpectRenditionsMatchCpu(const std::vector<Job>& jobs, Collector& got) {
       ADD_FAILURE() << "job " << i << ": " << r.jpeg.size() << " outputs";
       continue;
     }
-    const FrameView& src = jobs[i].frame.view;
+    OrientedFrame turned;
+    if (!jobs[i].orientation.identity()) {
+      auto t = OrientFrameToOwned(jobs[i].frame.view, jobs[i].orientation);
+      EXPECT_TRUE(t.ok()) << t.status().ToString();
+      if (!t.ok()) continue;
+      turned = std::move(t).value();
+    }
+    const FrameView& src = jobs[i].orientation.identity() ? jobs[i].frame.view : turned.view;
     for (size_t k = 0; k < jobs[i].renditions.size(); ++k) {
       const Rendition& rd = jobs[i].renditions[k];
       const int w = rd.width ? rd.width : src.width, h = rd.height ? rd.height : src.height;
@@ -692,6 +703,40 @@ TEST_P(WorkerTest, RenditionsMatchCpuScaledReferences) {
   worker->Flush();
   const int checked = ExpectRenditionsMatchCpu(jobs, got);
   std::printf("renditions checked: %d\n", checked);
+}
+
+// Frames turned before their renditions (a phone's rotated video under autorotate): every
+// orientation, a 4:2:2 frame that a transpose makes 4:4:4, a portrait 1080p and a ladder
+// from a turned 1080p; neighbours of one shape but different turns never share a launch.
+TEST_P(WorkerTest, TurnedFramesMatchTheHostTurnAndTheCpuEncoder) {
+  WorkerOptions options;
+  options.max_launch_frames = 4;
+  MAKE_OR_SKIP(worker, options);
+  std::vector<Job> jobs;
+  const PixelFormat formats[] = {PixelFormat::kYuv420p, PixelFormat::kNv12, PixelFormat::kYuv422p,
+                                 PixelFormat::kRgb24, PixelFormat::kBgra};
+  for (int e = 1; e <= 8; ++e) {
+    for (int f = 0; f < 5; ++f) {
+      Job j{testing::MakeSyntheticFrame(161, 93, formats[f], 40 + e * 5 + f), {MakeRendition(0, 0, 85, Subsampling::k420)}};
+      j.orientation = OrientationFromExif(e);
+      jobs.push_back(std::move(j));
+    }
+  }
+  Job portrait{testing::MakeSyntheticFrame(1920, 1080, PixelFormat::kYuv420p, 90),
+               {MakeRendition(0, 0, 85, Subsampling::k420), MakeRendition(360, 640, 80, Subsampling::k444)}};
+  portrait.orientation = OrientationFromExif(6);
+  jobs.push_back(std::move(portrait));
+  Job upside{testing::MakeSyntheticFrame(1920, 1080, PixelFormat::kNv12, 91),
+             {MakeRendition(0, 0, 85, Subsampling::k422), MakeRendition(1280, 720, 80, Subsampling::k420)}};
+  upside.orientation = OrientationFromExif(3);
+  jobs.push_back(std::move(upside));
+  Collector got;
+  SubmitJobs(*worker, jobs, got);
+  if (HasFatalFailure()) return;
+  worker->Flush();
+  const int checked = ExpectRenditionsMatchCpu(jobs, got);
+  EXPECT_EQ(checked, 8 * 5 + 4);
+  std::printf("turned renditions checked: %d\n", checked);
 }
 
 // `n` 1080p yuv420p frames, each encoded at its size, 1280x720 and 640x360 (4:4:4).

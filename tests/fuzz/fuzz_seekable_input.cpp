@@ -53,7 +53,8 @@ struct Client {
   void SendRun(uint64_t generation, uint64_t offset, uint64_t end, size_t chunk) {
     for (uint64_t at = offset; at < end || at == offset;) {
       const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk, end - at));
-      std::vector<uint8_t> bytes(data + at, data + at + n);
+      std::vector<uint8_t> bytes;
+      if (n > 0) bytes.assign(data + at, data + at + n);
       const bool last = at + n >= end;
       auto pushed = queue->TryPushAt(generation, at, bytes, last);
       // The queue holds the whole input and was emptied by the request: nothing is refused.
@@ -65,7 +66,10 @@ struct Client {
 
   void Answer(uint64_t generation, uint64_t offset) {
     if (declared_size > 0 && offset > declared_size) __builtin_trap();  // the decoder checks it first
-    if (offset > size) offset = size;  // past what the client has: an empty run that ends
+    if (offset >= size) {  // past what the client has: an empty run that ends at once
+      SendRun(generation, offset, offset, 1);
+      return;
+    }
     if ((mode & kStaleRanges) != 0 && generation > 0) {
       std::vector<uint8_t> stale(data, data + std::min<size_t>(size, 16));
       auto pushed = queue->TryPushAt(generation - 1, 0, stale, false);

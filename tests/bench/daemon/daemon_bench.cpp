@@ -3,8 +3,10 @@
 // RSS, against ffmpeg's own MJPEG encoder on the same input and host, in the same run,
 // at a matched output size. The reference is the ffmpeg CLI where there is one, or
 // conveyor-bench-libav-mjpeg (the CLI's pipeline on libav* alone) on a host without it.
-// A separate binary from conveyor-bench, which must stay free of gRPC so that it runs on
-// the GPU host as built.
+// Container input goes as chunks, or with --seekable as ContainerRange runs answering the
+// daemon's ReadRequests (seekable_input.h); the bytes sent, the requests and the bytes the
+// daemon spooled are printed too. A separate binary from conveyor-bench, which must stay
+// free of gRPC so that it runs on the GPU host as built.
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -16,11 +18,11 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <mutex>
 #include <numeric>
 #include <optional>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -30,6 +32,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include "conveyor/v1/transcoder.grpc.pb.h"
+#include "reference_runs.h"
+#include "seekable_input.h"
 #include "shared_frames_client.h"
 #include "test_process.h"
 
@@ -37,7 +41,6 @@ namespace conveyor::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using Stream = grpc::ClientReaderWriter<v1::TranscodeRequest, v1::TranscodeResponse>;
 
 struct Options {
   std::string conveyord;
@@ -51,6 +54,8 @@ struct Options {
   int shared_memory_slots = 0;  // raw: frames through shared memory instead of messages
   int shared_output_slots = 0;  // JPEGs through the daemon's shared memory instead of messages
   std::string container;        // mkv | mov | avi: one muxed stream back instead of JPEG frames
+  bool seekable = false;        // container input as ContainerRange runs, answering ReadRequests
+  size_t chunk_bytes = size_t{1} << 20;  // container input's bytes a message (chunk or range)
   int ffmpeg_threads = 0;
   std::string reference = "auto";  // auto | ffmpeg | libav | none
   std::string reference_bin;       // libav: the conveyor-bench-libav-mjpeg binary
@@ -58,11 +63,6 @@ struct Options {
 
 // Which program the reference numbers come from; printed with them.
 enum class Reference { kNone, kFfmpegCli, kLibav };
-
-std::vector<uint8_t> ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 uint64_t RssBytes(pid_t pid) { return testing::ProcessRssBytes(pid); }
 
@@ -83,16 +83,6 @@ double CpuSeconds(pid_t pid) {
   return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
-// CPU seconds (user + system) from getrusage: RUSAGE_SELF, this client's threads, or
-// RUSAGE_CHILDREN, children that have ended and been waited for (a reference run through
-// std::system: the shell and the ffmpeg it waited for).
-double RusageCpuSeconds(int who) {
-  rusage u{};
-  getrusage(who, &u);
-  auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
-  return s(u.ru_utime) + s(u.ru_stime);
-}
-
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -107,6 +97,8 @@ struct SessionResult {
   double encode_s = 0;  // the Summary's encode stage
   double queue_s = 0, handover_s = 0;  // its queue (worker's queue) and handover stages
   std::vector<double> latencies;  // raw mode: last chunk (or SharedFrame) sent -> frame received
+  uint64_t bytes_sent = 0;        // input bytes this client wrote (every range run included)
+  uint64_t read_requests = 0, spooled_bytes = 0;  // the Summary's
   std::string failure;            // the client's side, when it gave up
 };
 
@@ -124,6 +116,7 @@ SessionResult RunSession(v1::Transcoder::Stub* stub, const Options& o, const std
   std::unique_ptr<e2e::SharedJpegSlotsView> jpeg_memory;
   std::atomic<const e2e::SharedJpegSlotsView*> jpegs{nullptr};  // mapped before the first frame is sent
   std::atomic<bool> reader_done{false};
+  ReadRequestMailbox requests;  // seekable: from this thread to the writer
   const auto t0 = Clock::now();
   std::thread writer([&] {
     v1::TranscodeRequest spec;
@@ -135,7 +128,8 @@ SessionResult RunSession(v1::Transcoder::Stub* stub, const Options& o, const std
       s->mutable_raw()->set_shared_memory_slots(static_cast<uint32_t>(o.shared_memory_slots));
       s->mutable_raw()->set_color_matrix(v1::COLOR_MATRIX_BT709);
     } else {
-      s->mutable_container();
+      s->mutable_container()->set_seekable(o.seekable);
+      if (o.seekable) s->mutable_container()->set_size(input.size());
     }
     s->add_renditions()->set_quality(o.quality);
     if (o.container.empty()) {
@@ -146,12 +140,24 @@ SessionResult RunSession(v1::Transcoder::Stub* stub, const Options& o, const std
                                                                                   : v1::CONTAINER_FORMAT_MATROSKA);
     }
     if (!stream->Write(spec)) return;
-    if (raw_w == 0) {
+    if (raw_w == 0 && o.seekable) {
+      // SendRanges returns once Summary closes the mailbox: until then a request can come,
+      // so the stream stays open (no EndOfInput, no half-close before it).
+      std::function<bool()> release;
+      if (o.shared_output_slots > 0) {
+        release = [&] { return e2e::ReleaseOutputSlots(stream.get(), shm.TakeFilledOutputSlots()); };
+      }
+      RangeTally tally;
+      const bool ok = SendRanges(stream.get(), input, o.chunk_bytes, &requests, release, &tally);
+      res.bytes_sent = tally.bytes_sent;
+      if (!ok) return;
+    } else if (raw_w == 0) {
       const bool releases = o.shared_output_slots > 0;
-      for (size_t off = 0; off < input.size(); off += 1 << 20) {
+      for (size_t off = 0; off < input.size(); off += o.chunk_bytes) {
         v1::TranscodeRequest r;
-        r.set_container_chunk(input.data() + off, std::min<size_t>(1 << 20, input.size() - off));
+        r.set_container_chunk(input.data() + off, std::min<size_t>(o.chunk_bytes, input.size() - off));
         if (!stream->Write(r)) return;
+        res.bytes_sent += r.container_chunk().size();
         if (releases && !e2e::ReleaseOutputSlots(stream.get(), shm.TakeFilledOutputSlots())) return;
       }
       if (releases) {
@@ -275,7 +281,12 @@ SessionResult RunSession(v1::Transcoder::Stub* stub, const Options& o, const std
       received = res.frames;
     } else if (r.has_container_chunk()) {
       res.bytes += r.container_chunk().data().size();
+    } else if (r.has_read_request()) {
+      requests.Post(r.read_request());
     } else if (r.has_summary()) {
+      requests.Close();  // no request comes after Summary: the writer may half-close
+      res.read_requests = r.summary().read_requests();
+      res.spooled_bytes = r.summary().spooled_bytes();
       if (!o.container.empty()) res.frames = r.summary().frames_out();  // a muxed stream has no frame boundaries
       for (const auto& st : r.summary().stages()) {
         if (st.stage() == "encode") res.encode_s = st.seconds();
@@ -285,84 +296,11 @@ SessionResult RunSession(v1::Transcoder::Stub* stub, const Options& o, const std
     }
   }
   reader_done = true;
+  requests.Close();
   shm.End();
   writer.join();
   res.status = stream->Finish();
   return res;
-}
-
-// ffmpeg's MJPEG encoder on the same input: frames/s and bytes per frame at -q:v q. fps
-// is over the process's wall time for either reference, so both pay their own start.
-struct FfmpegRun {
-  double fps = 0;
-  double bytes_per_frame = 0;
-  int q = 0;
-  double inner_fps = 0;  // libav: over its own timed run, without the process start
-  double cpu_ms_per_frame = 0;  // user + system of the reference process
-};
-
-FfmpegRun RunFfmpegCli(const std::string& input, int q, int threads) {
-  const std::string log = "/tmp/conveyor-bench-ffmpeg.log";
-  const std::string cmd = "ffmpeg -hide_banner -nostdin -y " +
-                          (threads > 0 ? "-threads " + std::to_string(threads) + " " : std::string()) + "-i '" +
-                          input + "' -an -c:v mjpeg -q:v " + std::to_string(q) + " -f mjpeg /dev/null 2> " + log;
-  const double cpu0 = RusageCpuSeconds(RUSAGE_CHILDREN);
-  const auto t0 = Clock::now();
-  const int rc = std::system(cmd.c_str());
-  const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
-  const double cpu = RusageCpuSeconds(RUSAGE_CHILDREN) - cpu0;
-  FfmpegRun run;
-  run.q = q;
-  if (rc != 0) return run;
-  const std::vector<uint8_t> text = ReadAll(log);
-  const std::string s(text.begin(), text.end());
-  std::smatch m;
-  double frames = 0, kib = 0;
-  const std::regex frame_re(R"(frame=\s*(\d+))");
-  for (std::sregex_iterator it(s.begin(), s.end(), frame_re), end; it != end; ++it) {
-    frames = std::stod((*it)[1]);  // the last progress line has the total
-  }
-  if (std::regex_search(s, m, std::regex(R"(video:(\d+)kB)"))) kib = std::stod(m[1]);
-  if (frames > 0) {
-    run.fps = frames / wall;
-    run.bytes_per_frame = kib * 1024 / frames;
-    run.cpu_ms_per_frame = 1e3 * cpu / frames;
-  }
-  return run;
-}
-
-// conveyor-bench-libav-mjpeg, which prints exact byte and frame counts in its JSON line.
-FfmpegRun RunLibav(const std::string& bin, const std::string& input, int q, int threads) {
-  const std::string log = "/tmp/conveyor-bench-libav.log";
-  const std::string cmd = "'" + bin + "' --input '" + input + "' --q " + std::to_string(q) + " --decoder-threads " +
-                          std::to_string(threads) + " > " + log + " 2>&1";
-  const double cpu0 = RusageCpuSeconds(RUSAGE_CHILDREN);
-  const auto t0 = Clock::now();
-  const int rc = std::system(cmd.c_str());
-  const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
-  const double cpu = RusageCpuSeconds(RUSAGE_CHILDREN) - cpu0;
-  FfmpegRun run;
-  run.q = q;
-  const std::vector<uint8_t> text = ReadAll(log);
-  const std::string s(text.begin(), text.end());
-  if (rc != 0) {
-    std::fprintf(stderr, "conveyor-bench-daemon: %s failed: %s\n", bin.c_str(), s.c_str());
-    return run;
-  }
-  std::smatch frames, bytes, seconds;
-  if (!std::regex_search(s, frames, std::regex(R"("frames":(\d+))")) ||
-      !std::regex_search(s, bytes, std::regex(R"("bytes":(\d+))")) ||
-      !std::regex_search(s, seconds, std::regex(R"("seconds":([0-9.]+))"))) {
-    return run;
-  }
-  const double n = std::stod(frames[1]);
-  if (n > 0) {
-    run.fps = n / wall;
-    run.bytes_per_frame = std::stod(bytes[1]) / n;
-    run.inner_fps = std::stod(seconds[1]) > 0 ? n / std::stod(seconds[1]) : 0;
-    run.cpu_ms_per_frame = 1e3 * cpu / n;
-  }
-  return run;
 }
 
 // auto: the ffmpeg CLI where it is on PATH, else the libav program where one was named.
@@ -488,7 +426,7 @@ int Run(const Options& o) {
   waitpid(pid, &wstatus, 0);
   std::system(("rm -rf '" + dir + "'").c_str());
 
-  uint64_t frames = 0, bytes = 0, shared_jpegs = 0;
+  uint64_t frames = 0, bytes = 0, shared_jpegs = 0, bytes_sent = 0, read_requests = 0, spooled_bytes = 0;
   double encode_s = 0, queue_s = 0, handover_s = 0;
   std::vector<double> lat, first;
   for (const SessionResult& r : results) {
@@ -500,6 +438,9 @@ int Run(const Options& o) {
     frames += r.frames;
     bytes += r.bytes;
     shared_jpegs += r.shared_jpegs;
+    bytes_sent += r.bytes_sent;
+    read_requests += r.read_requests;
+    spooled_bytes += r.spooled_bytes;
     encode_s += r.encode_s;
     queue_s += r.queue_s;
     handover_s += r.handover_s;
@@ -533,7 +474,7 @@ int Run(const Options& o) {
               raw_w ? ("raw " + o.raw_size + (o.lockstep ? " lockstep" : "") +
                        (o.shared_memory_slots > 0 ? " shared-memory" : "") +
                        (o.shared_output_slots > 0 ? ", JPEGs in shared memory" : "")).c_str()
-                    : "container",
+                    : o.seekable ? "seekable container" : "container",
               o.container.empty() ? "JPEG frames" : o.container.c_str(), worker.c_str());
   std::printf("%-34s %10s %14s %12s %12s\n", "", "frames/s", "bytes/frame", "lat p50", "lat p99");
   std::printf("%-34s %10.1f %14.0f %10.2fms %10.2fms\n", "conveyord (gRPC, end to end)", fps, our_bpf,
@@ -574,6 +515,17 @@ int Run(const Options& o) {
     std::printf("CPU a frame: daemon %.2f + this client %.2f ms, reference %.2f ms: ratio %.2fx by CPU\n",
                 cpu_ms_per_frame, client_cpu_ms_per_frame, best.cpu_ms_per_frame, cpu_ratio);
   }
+  if (raw_w == 0) {
+    // What the input cost to move: a seekable input whose moov follows mdat is sent about
+    // twice over; streamed, the daemon spools all of it to a file instead.
+    const double mib = 1048576.0;
+    std::printf("input: %.2f MiB file; this client sent %.2f MiB in all, %.2f MiB a session (%.2fx the file); "
+                "read requests %.1f a session; spooled %.2f MiB a session; %.1f frames a session\n",
+                input.size() / mib, bytes_sent / mib, bytes_sent / mib / o.sessions,
+                input.empty() ? 0 : static_cast<double>(bytes_sent) / o.sessions / input.size(),
+                static_cast<double>(read_requests) / o.sessions, spooled_bytes / mib / o.sessions,
+                static_cast<double>(frames) / o.sessions);
+  }
   if (o.shared_output_slots > 0) {
     std::printf("JPEGs through shared memory: %llu of %llu (the rest came in messages: no slot was free)\n",
                 static_cast<unsigned long long>(shared_jpegs), static_cast<unsigned long long>(frames));
@@ -612,10 +564,16 @@ int Run(const Options& o) {
   std::printf("{\"bench\":\"daemon\",\"reference\":\"%s\",\"sessions\":%d,\"fps\":%.2f,\"bytes_per_frame\":%.0f,\"ffmpeg_fps\":%.2f,"
               "\"ffmpeg_q\":%d,\"ffmpeg_bytes_per_frame\":%.0f,\"ratio\":%.3f,\"latency_p50_ms\":%.3f,"
               "\"latency_p99_ms\":%.3f,\"rss_idle_mib\":%.1f,\"rss_peak_mib\":%.1f,\"cpu_ms_per_frame\":%.3f,"
-              "\"client_cpu_ms_per_frame\":%.3f,\"ffmpeg_cpu_ms_per_frame\":%.3f,\"cpu_ratio\":%.3f}\n",
+              "\"client_cpu_ms_per_frame\":%.3f,\"ffmpeg_cpu_ms_per_frame\":%.3f,\"cpu_ratio\":%.3f,\"seekable\":%s,"
+              "\"input_bytes\":%zu,\"bytes_sent\":%llu,\"bytes_sent_per_session\":%.0f,\"read_requests\":%llu,"
+              "\"spooled_bytes\":%llu,\"frames\":%llu}\n",
               reference_name, o.sessions, fps, our_bpf, best.fps, best.q, best.bytes_per_frame, best.fps > 0 ? fps / best.fps : 0,
               Percentile(lat, 0.5) * 1e3, Percentile(lat, 0.99) * 1e3, rss_idle / 1048576.0, rss_peak / 1048576.0,
-              cpu_ms_per_frame, client_cpu_ms_per_frame, best.cpu_ms_per_frame, cpu_ratio);
+              cpu_ms_per_frame, client_cpu_ms_per_frame, best.cpu_ms_per_frame, cpu_ratio,
+              o.seekable && raw_w == 0 ? "true" : "false", raw_w == 0 ? input.size() : size_t{0},
+              static_cast<unsigned long long>(bytes_sent), static_cast<double>(bytes_sent) / o.sessions,
+              static_cast<unsigned long long>(read_requests), static_cast<unsigned long long>(spooled_bytes),
+              static_cast<unsigned long long>(frames));
   return 0;
 }
 
@@ -629,7 +587,8 @@ int main(int argc, char** argv) {
   app.add_option("--input", o.input, "Input video file (streamed as container bytes)")->required();
   app.add_option("--sessions", o.sessions, "Concurrent Transcode streams");
   app.add_option("--quality", o.quality, "JPEG quality");
-  app.add_option("--raw", o.raw_size, "WxH: send raw yuv420p frames (ffmpeg decodes the input first)");
+  CLI::Option* raw =
+      app.add_option("--raw", o.raw_size, "WxH: send raw yuv420p frames (ffmpeg decodes the input first)");
   app.add_flag("--lockstep", o.lockstep, "Raw: one frame in flight per session");
   app.add_option("--shared-memory", o.shared_memory_slots,
                  "Raw: send frames through this many shared-memory slots (RawInput.shared_memory_slots) "
@@ -639,6 +598,12 @@ int main(int argc, char** argv) {
                  "(JpegFramesOutput.shared_memory_slots) instead of in messages");
   app.add_option("--container", o.container, "mkv, mov or avi: the frames come back muxed (one rendition), not as JPEGs")
       ->check(CLI::IsMember({"mkv", "mov", "avi"}));
+  app.add_flag("--seekable", o.seekable,
+               "Container input as ContainerRange messages (ContainerInput.seekable), answering the daemon's "
+               "ReadRequests, instead of container_chunk")
+      ->excludes(raw);
+  app.add_option("--chunk-bytes", o.chunk_bytes, "Container input: bytes a container_chunk or ContainerRange message")
+      ->check(CLI::Range(size_t{1}, size_t{4} << 20));  // gRPC refuses messages past 4 MiB by default
   app.add_option("--raw-file", o.raw_file, "Raw: yuv420p frames of --raw WxH already decoded (no ffmpeg needed)");
   app.add_option("--ffmpeg-threads", o.ffmpeg_threads, "ffmpeg -threads (0: its default)");
   app.add_option("--reference", o.reference,

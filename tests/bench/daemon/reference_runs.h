@@ -1,0 +1,34 @@
+// conveyor-bench-daemon's same-run references: ffmpeg's MJPEG encoder on the same input,
+// through the ffmpeg CLI or conveyor-bench-libav-mjpeg, each timed as a whole process;
+// and the two small helpers they share with the bench.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace conveyor::bench {
+
+std::vector<uint8_t> ReadAll(const std::string& path);
+
+// CPU seconds (user + system) from getrusage: RUSAGE_SELF, this client's threads, or
+// RUSAGE_CHILDREN, children that have ended and been waited for (a reference run through
+// std::system: the shell and the ffmpeg it waited for).
+double RusageCpuSeconds(int who);
+
+// ffmpeg's MJPEG encoder on the same input: frames/s and bytes per frame at -q:v q. fps
+// is over the process's wall time for either reference, so both pay their own start.
+struct FfmpegRun {
+  double fps = 0;
+  double bytes_per_frame = 0;
+  int q = 0;
+  double inner_fps = 0;  // libav: over its own timed run, without the process start
+  double cpu_ms_per_frame = 0;  // user + system of the reference process
+};
+
+FfmpegRun RunFfmpegCli(const std::string& input, int q, int threads);
+
+// conveyor-bench-libav-mjpeg, which prints exact byte and frame counts in its JSON line.
+FfmpegRun RunLibav(const std::string& bin, const std::string& input, int q, int threads);
+
+}  // namespace conveyor::bench

@@ -16,6 +16,7 @@ import os
 import struct
 
 import conveyor_harness as h
+import input_corpus
 from conveyor_harness import check, log
 
 CASES = []
@@ -29,19 +30,6 @@ def case(fn):
 W, H, FRAMES = 320, 240, 8
 
 
-def write_matrix(path, out, matrix):
-    """Copies the MP4 at `path` to `out` with its (one) track's tkhd matrix replaced."""
-    with open(path, "rb") as f:
-        data = bytearray(f.read())
-    p = data.find(b"tkhd")
-    check(p > 0, "%s: no tkhd box" % path)
-    version = data[p + 4]
-    at = p + (56 if version == 1 else 44)  # after the times, ids, duration, layer, group, volume
-    data[at:at + 36] = struct.pack(">9i", *matrix)
-    with open(out, "wb") as f:
-        f.write(data)
-
-
 def make_clips(ctx):
     """name -> (path, turned width, turned height)."""
     plain = ctx.path("plain.mp4")
@@ -53,8 +41,7 @@ def make_clips(ctx):
         h.ffmpeg("-i", plain, "-c", "copy", "-metadata:s:v", "rotate=" + tag, "-movflags", "faststart", path)
         clips["rotate" + tag] = (path, turned[0], turned[1])
     mirrored = ctx.path("mirrored.mp4")
-    one, w = 1 << 16, 1 << 30
-    write_matrix(plain, mirrored, [-one, 0, 0, 0, one, 0, W << 16, 0, w])  # x -> W - x
+    input_corpus.write_tkhd_matrix(plain, mirrored, input_corpus.MIRRORED)
     clips["mirrored"] = (mirrored, W, H)
     return clips
 

@@ -125,6 +125,11 @@ int RunConveyorctl(int argc, const char* const* argv, std::ostream& out, std::os
                           "Keep the pixels as decoded for a rotated input (a phone's video): the orientation\n"
                           "goes into each JPEG's Exif tag, or MOV's display matrix. By default the frames are\n"
                           "turned as the input's display matrix says, as the ffmpeg CLI does.");
+  transcode_cmd->add_option("--deinterlace", t.deinterlace,
+                            "auto: deinterlace the frames the decoder flags interlaced (yadif's algorithm);\n"
+                            "on: every frame; off: keep the fields (container output says the field order).")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
   transcode_cmd->add_flag("--keep-partial", t.keep_partial,
                           "When the call fails, keep what was written (the frames so far, or the container\n"
                           "cut short under its final name). Without it a failed call leaves nothing: output\n"

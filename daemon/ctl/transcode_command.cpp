@@ -97,6 +97,7 @@ std::string DescribeSummary(const v1::Summary& s) {
     out += "\ndamaged input: " + std::to_string(s.decode_errors()) + " decode errors concealed, " +
            std::to_string(s.frames_dropped()) + " frames dropped" + (s.truncated() ? ", truncated" : "");
   }
+  if (s.frames_deinterlaced() > 0) out += "\ndeinterlaced: " + std::to_string(s.frames_deinterlaced()) + " frames";
   if (s.read_requests() > 0) out += "\nread requests: " + std::to_string(s.read_requests());
   if (s.spooled_bytes() > 0) out += "\nspooled: " + FormatBytes(s.spooled_bytes());
   if (s.stages_size() > 0) {

@@ -195,12 +195,16 @@ StatusOr<v1::JobSpec> BuildJobSpec(const TranscodeOptions& o) {
     if (o.audio) return InvalidArgument("--audio needs container input, not --raw");
     if (o.strict) return InvalidArgument("--strict is for container input, not --raw");
     if (o.no_autorotate) return InvalidArgument("--no-autorotate is for container input, not --raw");
+    if (o.deinterlace == "on") return InvalidArgument("--deinterlace on is for container input, not --raw");
     ASSIGN_OR_RETURN(v1::RawInput raw, ParseRawInput(o.raw));
     *spec.mutable_raw() = std::move(raw);
   } else {
     spec.mutable_container()->set_format_hint(o.format_hint);
     spec.mutable_container()->set_strict(o.strict);
     if (o.no_autorotate) spec.set_autorotate(false);
+    spec.set_deinterlace(o.deinterlace == "on" ? v1::DEINTERLACE_ON
+                         : o.deinterlace == "off" ? v1::DEINTERLACE_OFF
+                                                  : v1::DEINTERLACE_AUTO);
   }
   if (!o.renditions.empty() && (!o.size.empty() || !o.ladder.empty())) {
     return InvalidArgument("--rendition replaces --size and --renditions; give one or the other");

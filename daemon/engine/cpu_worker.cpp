@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "cpu_encoder.h"
+#include "deinterlace_cpu.h"
 #include "frame_queue.h"
 #include "heartbeat.h"
 #include "orient_cpu.h"
@@ -53,14 +54,23 @@ class CpuWorker : public Worker {
     const int slot = pool_.Acquire();
     Slot& s = slots_[slot];
     const FrameView& f = request.frame;
-    s.in_place = request.owner != nullptr || ranges_->Holds(f);
+    const bool neighbours = request.deinterlace.enabled;
+    s.in_place = request.owner != nullptr || (ranges_->Holds(f) && !neighbours);
     if (s.in_place) {
       s.view = f;  // released after its encode (Run): no 3.1 MB copy a 1080p frame
+      s.prev = request.deinterlace.prev;
+      s.next = request.deinterlace.next;
     } else {
-      s.bytes.resize(PackedFrameSize(f.format, f.width, f.height));
-      CopyToPackedLayout(f, s.bytes.data());
-      s.view = MakePackedFrameView(s.bytes.data(), s.bytes.size(), f.width, f.height, f.format, f.matrix,
-                                   f.range).value();
+      // The frame, and for deinterlacing the frames before and after it, packed in turn.
+      const size_t bytes = PackedFrameSize(f.format, f.width, f.height);
+      const FrameView* parts[3] = {&f, &request.deinterlace.prev, &request.deinterlace.next};
+      FrameView* views[3] = {&s.view, &s.prev, &s.next};
+      s.bytes.resize(bytes * (neighbours ? 3 : 1));
+      for (int k = 0; k < (neighbours ? 3 : 1); ++k) {
+        CopyToPackedLayout(*parts[k], s.bytes.data() + k * bytes);
+        *views[k] = MakePackedFrameView(s.bytes.data() + k * bytes, bytes, f.width, f.height, f.format, f.matrix,
+                                        f.range).value();
+      }
     }
     s.request = std::move(request);
     s.submitted = submitted;
@@ -93,6 +103,7 @@ class CpuWorker : public Worker {
     bool in_place = false;  // the view is the caller's memory (registered or owned), not `bytes`
     std::vector<uint8_t> bytes;
     FrameView view;
+    FrameView prev, next;  // deinterlacing: the frames before and after `view`
     FrameRequest request;
     SteadyTime submitted;
     FrameResult result;  // from the encode thread to the delivery thread
@@ -120,14 +131,22 @@ class CpuWorker : public Worker {
       result.times.started = std::chrono::steady_clock::now();
       Status status =
           options_.test_fault ? options_.test_fault("cpu encode").WithContext("cpu encode") : OkStatus();
-      // The orientation stage, once for all renditions.
+      // The deinterlace and orientation stages, once for all renditions.
+      const FrameRequest::Deinterlace& d = s.request.deinterlace;
+      DeinterlacedFrame whole;
+      if (status.ok() && d.enabled) {
+        StatusOr<DeinterlacedFrame> w = DeinterlaceFrameToOwned(s.prev, s.view, s.next, d.top_field_first);
+        if (w.ok()) whole = std::move(w).value();
+        status = w.status().WithContext("deinterlace");
+      }
+      const FrameView& made_whole = d.enabled ? whole.view : s.view;
       OrientedFrame turned;
       if (status.ok() && !s.request.orientation.identity()) {
-        StatusOr<OrientedFrame> t = OrientFrameToOwned(s.view, s.request.orientation);
+        StatusOr<OrientedFrame> t = OrientFrameToOwned(made_whole, s.request.orientation);
         if (t.ok()) turned = std::move(t).value();
         status = t.status().WithContext("orientation");
       }
-      const FrameView& source = s.request.orientation.identity() ? s.view : turned.view;
+      const FrameView& source = s.request.orientation.identity() ? made_whole : turned.view;
       for (size_t r = 0; status.ok() && r < s.request.renditions.size(); ++r) {
         auto jpeg = EncodeRendition(s, source, r);
         if (!jpeg.ok()) {

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "gpu_deinterlace.h"
 #include "gpu_orient.h"
 #include "scale_plan.h"
 
@@ -23,7 +24,9 @@ std::string SlotNames(const std::vector<GpuSlot*>& group) {
 SourcePlanes SourceOf(GpuSlot& s, int r, int i, EncodeLane& lane, std::vector<ScaleJob>* scales) {
   const FrameView& f = s.shape;
   const EncodePlan& p = s.plans[r];
-  const uint8_t* frame = s.orient_plan ? s.turned.get<uint8_t>() : s.source.get<uint8_t>();
+  const uint8_t* frame = s.orient_plan      ? s.turned.get<uint8_t>()
+                         : s.deinterlace_plan ? s.whole.get<uint8_t>()
+                                              : s.source.get<uint8_t>();
   if (s.scale_plans[r]) {
     uint8_t* scaled = lane.scaled.get<uint8_t>() + i * s.scaled_bytes + s.scaled_offset[r];
     scales->push_back({&*s.scale_plans[r], PackedSourcePlanes(frame, f.format, f.width, f.height), scaled});
@@ -48,6 +51,8 @@ bool SameShape(const FrameRequest& a, const FrameRequest& b) {
   const FrameView &x = a.frame, &y = b.frame;
   if (x.width != y.width || x.height != y.height || x.format != y.format || x.matrix != y.matrix ||
       x.EffectiveRange() != y.EffectiveRange() || a.orientation != b.orientation ||
+      a.deinterlace.enabled != b.deinterlace.enabled ||
+      a.deinterlace.top_field_first != b.deinterlace.top_field_first ||
       a.renditions.size() != b.renditions.size()) {
     return false;
   }
@@ -77,8 +82,20 @@ void GpuLauncher::Issue(const std::vector<GpuSlot*>& group) {
 
 // The plans of a frame's renditions, and the buffers and events its slot needs.
 Status GpuLauncher::Plan(GpuSlot& s) {
-  // The renditions are made from the frame, or from its turn.
+  // The renditions are made from the frame, deinterlaced where asked, then turned where
+  // asked.
   s.shape = s.request.frame;
+  s.deinterlace_plan.reset();
+  if (s.request.deinterlace.enabled) {
+    const FrameView& in = s.request.frame;
+    ASSIGN_OR_RETURN(DeinterlacePlan dp, MakeDeinterlacePlan(in.format, in.width, in.height,
+                                                             s.request.deinterlace.top_field_first));
+    if (s.whole.size() < dp.dst_size) {
+      counters_->device_bytes += dp.dst_size - s.whole.size();
+      RETURN_IF_ERROR(s.whole.Reserve(dp.dst_size, "slot whole"));
+    }
+    s.deinterlace_plan = dp;
+  }
   s.orient_plan.reset();
   if (!s.request.orientation.identity()) {
     const FrameView& in = s.request.frame;
@@ -163,7 +180,8 @@ Status GpuLauncher::Upload(GpuSlot& s) {
   RETURN_IF_ERROR(Injected(options_, "hipMemcpyAsync(upload)", s.index));
   RETURN_IF_ERROR(Check("hipMemcpyAsync(upload)", s.index,
                         hipMemcpyAsync(s.source.get(), s.direct ? s.request.frame.plane[0] : s.input.get<uint8_t>(),
-                                       s.frame_bytes, hipMemcpyHostToDevice, streams_.upload.get())));
+                                       s.frame_bytes * (s.deinterlace_plan ? 3 : 1), hipMemcpyHostToDevice,
+                                       streams_.upload.get())));
   if (s.timing_run) (void)hipEventRecord(s.upload_end.get(), streams_.upload.get());
   return Check("hipEventRecord(uploaded)", s.index, hipEventRecord(s.uploaded.get(), streams_.upload.get()));
 }
@@ -184,11 +202,22 @@ Status GpuLauncher::Launch(const std::vector<GpuSlot*>& group) {
     RETURN_IF_ERROR(Check("hipStreamWaitEvent(encode, uploaded)", s->index,
                           hipStreamWaitEvent(lane.stream.get(), s->uploaded.get(), 0)));
     if (s->timing_run) (void)hipEventRecord(s->encode_start.get(), lane.stream.get());
+    const FrameView& in = s->request.frame;
+    const uint8_t* upload = s->source.get<uint8_t>();
+    if (s->deinterlace_plan) {  // the deinterlace stage: the upload is the frame, then the ones before and after
+      Status whole = Injected(options_, "launch deinterlace", s->index);
+      if (whole.ok()) {
+        auto planes = [&](int k) { return PackedSourcePlanes(upload + k * s->frame_bytes, in.format, in.width, in.height); };
+        whole = EnqueueDeinterlace(*s->deinterlace_plan, planes(1), planes(0), planes(2), s->whole.get<uint8_t>(),
+                                   lane.stream.get());
+      }
+      if (!whole.ok()) return whole.WithContext("slot " + std::to_string(s->index));
+      upload = s->whole.get<uint8_t>();
+    }
     if (s->orient_plan) {  // the orientation stage: the upload turned, before any rendition reads it
-      const FrameView& in = s->request.frame;
       Status turned = Injected(options_, "launch orient", s->index);
       if (turned.ok()) {
-        turned = EnqueueOrient(*s->orient_plan, PackedSourcePlanes(s->source.get<uint8_t>(), in.format, in.width, in.height),
+        turned = EnqueueOrient(*s->orient_plan, PackedSourcePlanes(upload, in.format, in.width, in.height),
                                s->turned.get<uint8_t>(), lane.stream.get());
       }
       if (!turned.ok()) return turned.WithContext("slot " + std::to_string(s->index));

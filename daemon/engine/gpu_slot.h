@@ -18,6 +18,7 @@
 #include "jpeg_tables.h"
 #include "readback_ring.h"
 #include "scale_plan.h"
+#include "stage_deinterlace.h"
 #include "stage_orient.h"
 #include "worker.h"
 
@@ -42,8 +43,10 @@ struct GpuSlot {
   Event copied[kReadbackBuffers];  // recorded after the copy into each band buffer
   Event ring_copied;               // recorded after copies into the readback ring, to wait on
   DeviceBuffer source;      // the uploaded frame
-  // The uploaded frame turned (FrameRequest::orientation), made on the encode lane's
-  // stream before the renditions; reserved at the first turned frame the slot takes.
+  // The uploaded frame deinterlaced (FrameRequest::deinterlace) and turned
+  // (FrameRequest::orientation), each made on the encode lane's stream before the
+  // renditions; reserved at the first such frame the slot takes.
+  DeviceBuffer whole;
   DeviceBuffer turned;
   DeviceBuffer out;         // every band of every rendition, at fixed offsets
   Event uploaded;
@@ -59,8 +62,10 @@ struct GpuSlot {
   SteadyTime submitted, started;
   size_t frame_bytes = 0;
   // The frame the renditions are made from, as a shape (no planes): the request's frame,
-  // or its turn, whose plan orient_plan holds.
+  // or its turn, whose plan orient_plan holds. deinterlace_plan: the frame is made whole
+  // first, from the upload of it and of the frames before and after (frame_bytes each).
   FrameView shape;
+  std::optional<DeinterlacePlan> deinterlace_plan;
   std::optional<OrientPlan> orient_plan;
   std::vector<EncodePlan> plans;
   std::vector<const EncodeTables*> tables;  // per rendition, on the device

@@ -113,14 +113,22 @@ class GpuWorker : public Worker {
     s.request = std::move(request);
     s.submitted = submitted;
     const FrameView& f = s.request.frame;
+    FrameRequest::Deinterlace& d = s.request.deinterlace;
     s.frame_bytes = PackedFrameSize(f.format, f.width, f.height);
-    s.direct = ranges_->Holds(f);
+    // Deinterlacing uploads the frames before and after too, packed behind the frame in
+    // the slot's pinned input (ValidateRequest checked that the three fit).
+    s.direct = ranges_->Holds(f) && !d.enabled;
     s.input_released = !s.direct;
     s.sequence = handover_.Enter(s.request.stream);
     if (!s.direct) {
       // Host copy into the slot's pinned input. The slot is free, so its last upload
       // has completed (the delivery thread observed `uploaded` before releasing it).
       CopyToPackedLayout(f, s.input.get<uint8_t>());
+      if (d.enabled) {
+        CopyToPackedLayout(d.prev, s.input.get<uint8_t>() + s.frame_bytes);
+        CopyToPackedLayout(d.next, s.input.get<uint8_t>() + 2 * s.frame_bytes);
+        d.prev = d.next = FrameView{};
+      }
       s.request.frame.plane[0] = s.request.frame.plane[1] = s.request.frame.plane[2] = nullptr;  // caller's
       s.request.owner.reset();
       if (s.request.on_input_released) s.request.on_input_released();

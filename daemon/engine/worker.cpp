@@ -41,6 +41,21 @@ Status ValidateRequest(const FrameRequest& request, const WorkerOptions& options
                            std::to_string(request.frame.height) + " exceeds this worker's limit of " +
                            std::to_string(options.max_width) + "x" + std::to_string(options.max_height));
   }
+  if (request.deinterlace.enabled) {
+    const FrameView &f = request.frame, &p = request.deinterlace.prev, &n = request.deinterlace.next;
+    RETURN_IF_ERROR(ValidateFrame(p).WithContext("deinterlace.prev"));
+    RETURN_IF_ERROR(ValidateFrame(n).WithContext("deinterlace.next"));
+    for (const FrameView* other : {&p, &n}) {
+      if (other->format != f.format || other->width != f.width || other->height != f.height) {
+        return InvalidArgument("deinterlace: the frames before and after are not the frame's format and size");
+      }
+    }
+    const size_t three = 3 * PackedFrameSize(f.format, f.width, f.height);
+    if (three > PackedFrameSize(PixelFormat::kRgba, options.max_width, options.max_height)) {
+      return InvalidArgument("deinterlace: three " + std::to_string(f.width) + "x" + std::to_string(f.height) + " " +
+                             PixelFormatName(f.format) + " frames are more than this worker's slot holds");
+    }
+  }
   if (request.renditions.empty()) return InvalidArgument("renditions: at least one is required");
   for (size_t i = 0; i < request.renditions.size(); ++i) {
     const Rendition& r = request.renditions[i];

@@ -63,6 +63,16 @@ struct FrameRequest {
   // worker, into pinned staging) drops it once copied. Without an owner the memory is the
   // caller's, and a worker copies it unless it lies in registered memory.
   std::shared_ptr<const void> owner;
+  // Deinterlacing (the deinterlace stage, first of all): `frame` made whole from its
+  // kept field and the frames before and after it in its stream (the same format and
+  // size; at the stream's ends `frame` itself), which must stay readable as `frame` does
+  // (the owner keeps all three). The three frames together may hold at most as many bytes
+  // as the largest rgba frame the worker takes (3 x 1080p 4:4:4 under a 4K limit).
+  struct Deinterlace {
+    bool enabled = false;
+    bool top_field_first = true;  // the field of `frame` that is kept
+    FrameView prev, next;
+  } deinterlace;
   // The turn and mirror applied to the frame before its renditions are made (the display
   // matrix's, under autorotate): rendition sizes, and 0 x 0 as the source size, are of
   // the turned frame. The GPU worker turns the uploaded frame on the device, the CPU

@@ -354,6 +354,7 @@ Status ContainerDecoder::OpenVideoDecoder() {
   video_.sample_aspect = av_guess_sample_aspect_ratio(fmt, st, nullptr);
   video_.rotation_degrees = stream_rotation_;
   video_.orientation = display.orientation;
+  video_.field_order = st->codecpar->field_order;
   video_.odd_rotation = display.odd_angle;
 
   if (options_.audio) {
@@ -501,6 +502,8 @@ void ContainerDecoder::FillFrame(DecodedFrame* out) {
   out->format = static_cast<AVPixelFormat>(f->format);
   out->color = ColorOf(*f, options_.untagged_matrix);
   out->sample_aspect = f->sample_aspect_ratio.num != 0 ? f->sample_aspect_ratio : video_.sample_aspect;
+  out->interlaced = f->interlaced_frame != 0;
+  out->top_field_first = f->top_field_first != 0;
   const AVFrameSideData* sd = av_frame_get_side_data(f, AV_FRAME_DATA_DISPLAYMATRIX);
   out->rotation_degrees = sd != nullptr ? ClockwiseRotation(sd->data, sd->size) : stream_rotation_;
 }

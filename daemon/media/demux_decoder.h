@@ -103,6 +103,7 @@ struct VideoStreamInfo {
   // a multiple of 90 degrees (orientation identity then).
   Orientation orientation;
   bool odd_rotation = false;
+  AVFieldOrder field_order = AV_FIELD_UNKNOWN;  // as the container or codec says
 };
 
 struct AudioStreamInfo {
@@ -125,6 +126,9 @@ struct DecodedFrame {
   FrameColor color;
   AVRational sample_aspect{0, 1};
   int rotation_degrees = 0;  // clockwise, from the frame's display matrix or else the stream's
+  // The decoder's field flags: the picture holds two fields, and which is the first.
+  bool interlaced = false;
+  bool top_field_first = false;
 
   double seconds() const;  // pts in seconds (NaN without a pts)
 };

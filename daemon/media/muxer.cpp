@@ -102,6 +102,7 @@ Status ContainerMuxer::Init() {
     video_->avg_frame_rate = options_.frame_rate;
     video_->r_frame_rate = options_.frame_rate;
   }
+  video_->codecpar->field_order = options_.field_order;
   if (!options_.orientation.identity()) {
     uint8_t* sd = av_stream_new_side_data(video_, AV_PKT_DATA_DISPLAYMATRIX, 9 * sizeof(int32_t));
     if (sd == nullptr) return ResourceExhausted("av_stream_new_side_data(display matrix): out of memory");

@@ -42,6 +42,9 @@ struct MuxerOptions {
   // The frames' turn and mirror for display, written as a display matrix where the
   // container holds one (MOV); Matroska and AVI in FFmpeg 5.1 cannot store it.
   Orientation orientation;
+  // The frames' field order as the container says it (Matroska's FieldOrder, MOV's fiel):
+  // AV_FIELD_PROGRESSIVE for deinterlaced frames, the source's for frames kept interlaced.
+  AVFieldOrder field_order = AV_FIELD_UNKNOWN;
   // Optional audio passthrough: a stream copied from these parameters (the decoder's
   // AudioStreamInfo), whose packets WriteAudio takes in audio_time_base.
   const AVCodecParameters* audio = nullptr;

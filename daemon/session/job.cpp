@@ -157,6 +157,15 @@ StatusOr<Job> ParseJobSpec(const v1::JobSpec& spec, const JobLimits& limits) {
   if (spec.client_label().size() > 128) return InvalidArgument("spec.client_label: longer than 128 bytes");
   job.label = spec.client_label();
   job.autorotate = !spec.has_autorotate() || spec.autorotate();
+  switch (spec.deinterlace()) {
+    case v1::DEINTERLACE_AUTO: job.deinterlace = Job::Deinterlace::kAuto; break;
+    case v1::DEINTERLACE_ON: job.deinterlace = Job::Deinterlace::kOn; break;
+    case v1::DEINTERLACE_OFF: job.deinterlace = Job::Deinterlace::kOff; break;
+    default: return InvalidArgument("spec.deinterlace: unknown value " + std::to_string(spec.deinterlace()));
+  }
+  if (!job.container_input && job.deinterlace == Job::Deinterlace::kOn) {
+    return InvalidArgument("spec.deinterlace: DEINTERLACE_ON needs container input (raw frames carry no fields)");
+  }
   return job;
 }
 

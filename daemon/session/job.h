@@ -49,6 +49,7 @@ struct Job {
   media::ContainerFormat container = media::ContainerFormat::kMatroska;
   bool audio = false;
   bool autorotate = true;  // JobSpec.autorotate (absent: true)
+  enum class Deinterlace { kAuto, kOn, kOff } deinterlace = Deinterlace::kAuto;  // JobSpec.deinterlace
   std::string label;
 
   size_t RawFrameBytes() const { return PackedFrameSize(raw_format, raw_width, raw_height); }

@@ -125,6 +125,7 @@ void Session::Run() {
     summary->set_truncated(truncated_.load());
     summary->set_read_requests(read_requests_.load());
     summary->set_spooled_bytes(spooled_bytes_.load());
+    summary->set_frames_deinterlaced(frames_deinterlaced_.load());
     // Summed over frames; the stages of different frames overlap in time.
     const std::pair<const char*, double> stages[] = {
         {"decode", decode_seconds_}, {"queue", queue_seconds_}, {"encode", encode_seconds_},

@@ -160,11 +160,14 @@ class Session : public std::enable_shared_from_this<Session> {
   void ReturnAssemblyRing();
   // `width` x `height`: the decoded size; `display`: the input's display matrix, which
   // the renditions are turned by (JobSpec.autorotate) or which the output carries.
+  // `field_order`: the source's (container output says it, unless the frames are
+  // deinterlaced).
   Status BeginOutput(int width, int height, int rate_num, int rate_den, int tb_num, int tb_den,
-                     const std::string& codec, const media::DisplayOrientation& display,
+                     const std::string& codec, const media::DisplayOrientation& display, AVFieldOrder field_order,
                      const AVCodecParameters* audio, AVRational audio_time_base);
   Status SubmitFrame(const FrameView& view, int64_t pts, std::shared_ptr<void> keepalive,
-                     std::function<void()> on_input_released = nullptr);
+                     std::function<void()> on_input_released = nullptr,
+                     const FrameRequest::Deinterlace* deinterlace = nullptr);
   // A frame the worker handed over (on its thread): queued for the output thread, so the
   // worker's hand-over never runs this session's muxing or message building.
   void OnFrameDone(int64_t pts, FrameResult&& result);
@@ -217,6 +220,7 @@ class Session : public std::enable_shared_from_this<Session> {
   uint64_t request_id_ = 0, request_offset_ = 0;
   bool request_answered_ = true;
   std::atomic<uint64_t> read_requests_{0}, spooled_bytes_{0};
+  std::atomic<uint64_t> frames_deinterlaced_{0};
   // Raw input: frames assembled from chunks by the reactor, or in shared-memory slots.
   struct RawFrame {
     const uint8_t* data = nullptr;

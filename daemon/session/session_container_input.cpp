@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "deinterlace_window.h"
 #include "demux_decoder.h"
 #include "frame_convert.h"
 
@@ -138,6 +139,7 @@ Status Session::RunContainer() {
   RETURN_IF_ERROR(BeginOutput(v.width, v.height, v.frame_rate.num, v.frame_rate.den > 0 ? v.frame_rate.den : 1,
                               v.time_base.num, v.time_base.den, v.codec,
                               media::DisplayOrientation{v.orientation, v.rotation_degrees, v.odd_rotation},
+                              v.field_order,
                               audio ? audio->codecpar : nullptr, audio ? audio->time_base : AVRational{0, 1}));
   if (audio != nullptr) {
     decoder->SetAudioSink([this](const AVPacket& packet) -> Status {
@@ -150,6 +152,23 @@ Status Session::RunContainer() {
   media::DecodedFrame f;
   bool have_last_pts = false;
   int64_t last_pts = 0;
+  // Unless deinterlacing is off, a frame waits for the next one: the deinterlace stage
+  // reads the frames before and after it (auto: only frames flagged interlaced are
+  // deinterlaced, but which are is known only as they come).
+  const bool may_deinterlace = job_.deinterlace != Job::Deinterlace::kOff;
+  DeinterlaceWindow window;
+  auto submit = [this](DeinterlaceWindow::Ready&& r) -> Status {
+    FrameRequest::Deinterlace d;
+    d.enabled = job_.deinterlace == Job::Deinterlace::kOn || r.cur.interlaced;
+    if (d.enabled) {
+      // As yadif's parity=auto reads it: a frame not flagged interlaced counts as top first.
+      d.top_field_first = r.cur.interlaced ? r.cur.top_field_first : true;
+      d.prev = r.prev;
+      d.next = r.next;
+      frames_deinterlaced_++;
+    }
+    return SubmitFrame(r.cur.view, r.cur.pts, std::move(r.owner), nullptr, &d);
+  };
   for (;;) {
     const auto decode_start = std::chrono::steady_clock::now();
     StatusOr<bool> more = decoder->Next(&f);
@@ -159,6 +178,7 @@ Status Session::RunContainer() {
     RecordDamage(*decoder);
     if (!more.ok()) return AsInputError(more.status());
     if (!*more) {
+      if (auto last = window.Finish()) RETURN_IF_ERROR(submit(std::move(*last)));
       if (frames_in_.load() == 0 && decoder->damage().decode_errors > 0) {
         return InvalidArgument("input: no frame could be decoded (" +
                                std::to_string(decoder->damage().decode_errors) +
@@ -201,7 +221,13 @@ Status Session::RunContainer() {
     }
     have_last_pts = true;
     last_pts = pts;
-    RETURN_IF_ERROR(SubmitFrame(converted->view, pts, std::move(keepalive)));
+    if (!may_deinterlace) {
+      RETURN_IF_ERROR(SubmitFrame(converted->view, pts, std::move(keepalive)));
+      continue;
+    }
+    if (auto ready = window.Push({converted->view, pts, std::move(keepalive), f.interlaced, f.top_field_first})) {
+      RETURN_IF_ERROR(submit(std::move(*ready)));
+    }
   }
 }
 

@@ -12,7 +12,7 @@ namespace conveyor {
 
 Status Session::BeginOutput(int width, int height, int rate_num, int rate_den, int tb_num, int tb_den,
                             const std::string& codec, const media::DisplayOrientation& display,
-                            const AVCodecParameters* audio, AVRational audio_time_base) {
+                            AVFieldOrder field_order, const AVCodecParameters* audio, AVRational audio_time_base) {
   // Autorotate turns every frame; the renditions are of the turned picture. Otherwise
   // the orientation goes with the output: an Exif tag in each JPEG, the matrix in MOV.
   const bool turned = job_.autorotate && !display.orientation.identity();
@@ -84,6 +84,12 @@ Status Session::BeginOutput(int width, int height, int rate_num, int rate_den, i
     mo.time_base = AVRational{tb_num, tb_den};
     mo.frame_rate = AVRational{rate_num, rate_den};
     mo.orientation = carried;
+    // Deinterlaced frames are progressive; kept ones say the source's field order.
+    const bool interlaced_source = field_order == AV_FIELD_TT || field_order == AV_FIELD_BB ||
+                                   field_order == AV_FIELD_TB || field_order == AV_FIELD_BT;
+    const bool deinterlaced = job_.deinterlace == Job::Deinterlace::kOn ||
+                              (job_.deinterlace == Job::Deinterlace::kAuto && interlaced_source);
+    mo.field_order = deinterlaced ? AV_FIELD_PROGRESSIVE : field_order;
     mo.audio = audio;
     mo.audio_time_base = audio_time_base;
     const uint32_t index = static_cast<uint32_t>(i);
@@ -103,7 +109,8 @@ Status Session::BeginOutput(int width, int height, int rate_num, int rate_den, i
 }
 
 Status Session::SubmitFrame(const FrameView& view, int64_t pts, std::shared_ptr<void> keepalive,
-                            std::function<void()> on_input_released) {
+                            std::function<void()> on_input_released,
+                            const FrameRequest::Deinterlace* deinterlace) {
   {
     std::unique_lock<std::mutex> lock(state_mu_);
     state_cv_.wait(lock, [&] { return cancelled_ || unsent_bytes_ < options_.output_bytes; });
@@ -114,6 +121,7 @@ Status Session::SubmitFrame(const FrameView& view, int64_t pts, std::shared_ptr<
   request.id = frames_in_.load();
   request.frame = view;
   request.orientation = turn_;
+  if (deinterlace != nullptr) request.deinterlace = *deinterlace;
   request.renditions = renditions_;
   // The session's own stream of frames: in order among themselves, never held back by
   // another session's. The address is unique among live sessions, and a session lives

@@ -161,7 +161,7 @@ void Session::ReleaseSharedSlot(int slot) {
 
 Status Session::RunRaw() {
   RETURN_IF_ERROR(BeginOutput(job_.raw_width, job_.raw_height, job_.frame_rate_num, job_.frame_rate_den,
-                              job_.frame_rate_den, job_.frame_rate_num, "rawvideo", media::DisplayOrientation{}, nullptr,
+                              job_.frame_rate_den, job_.frame_rate_num, "rawvideo", media::DisplayOrientation{}, AV_FIELD_UNKNOWN, nullptr,
                               AVRational{0, 1}));
   TakeAssemblyRing();
   Status s = SubmitRawFrames();

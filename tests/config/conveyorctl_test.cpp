@@ -390,12 +390,20 @@ TEST_F(ConveyorctlTest, ContainerOutputGoesToOneFilePerRendition) {
   EXPECT_EQ(spec.output().container().format(), v1::CONTAINER_FORMAT_MATROSKA);
   EXPECT_TRUE(spec.audio_passthrough());
   EXPECT_TRUE(spec.container().strict());
+  EXPECT_FALSE(spec.has_autorotate());  // absent: the daemon's default, autorotate
+  EXPECT_EQ(spec.deinterlace(), v1::DEINTERLACE_AUTO);
 }
 
 TEST_F(ConveyorctlTest, ContainerOutputToStdout) {
   WriteWholeFile(Path("in.mp4"), "container");
   fake_.responses = {Started(), Chunk(0, "abc"), Chunk(0, "def"), Summary()};
-  ASSERT_EQ(Run({"transcode", Path("in.mp4"), "-o", "-", "--container", "avi"}), 0) << err_;
+  ASSERT_EQ(Run({"transcode", Path("in.mp4"), "-o", "-", "--container", "avi", "--no-autorotate", "--deinterlace",
+                 "off"}),
+            0)
+      << err_;
+  EXPECT_TRUE(fake_.Requests()[0].spec().has_autorotate());
+  EXPECT_FALSE(fake_.Requests()[0].spec().autorotate());
+  EXPECT_EQ(fake_.Requests()[0].spec().deinterlace(), v1::DEINTERLACE_OFF);
   EXPECT_EQ(out_, "abcdef");  // nothing but the container
   EXPECT_NE(err_.find("session s-1"), std::string::npos) << err_;
   EXPECT_EQ(fake_.Requests()[0].spec().output().container().format(), v1::CONTAINER_FORMAT_AVI);

@@ -2,8 +2,8 @@
 ffmpeg CLI on the same file.
 
 For each file the CLI's reference is its decode as `ffmpeg -i IN OUT` makes it (autorotated,
-not deinterlaced, every frame with -fps_mode passthrough), written as Y4M (size) and
-framemd5 (pts). conveyord's JPEG frames, with the input streamed as a pipe would send it
+every frame with -fps_mode passthrough; for interlaced input with -vf yadif, which conveyord
+runs by default and the CLI only when asked), written as Y4M (size) and framemd5 (pts). conveyord's JPEG frames, with the input streamed as a pipe would send it
 (a late moov is spooled), must be as many, at the same times, of the same size, and close
 to the CLI's picture: PSNR of our JPEGs (decoded by ffmpeg) against the CLI's frames within
 2 dB of what the plain H.264 clip gets, on every plane (4:4:4 sources compared at 4:4:4,
@@ -47,9 +47,10 @@ def read_y4m(path, chroma):
     return w, h_, frames
 
 
-def cli_reference(ctx, name, path, chroma):
+def cli_reference(ctx, name, path, chroma, cli_filter):
     out = ctx.path(name + ".cli.y4m")
-    h.ffmpeg("-i", path, "-map", "0:v:0", "-fps_mode", "passthrough", "-pix_fmt", "yuv%sp" % chroma, "-f",
+    vf = ["-vf", cli_filter] if cli_filter else []
+    h.ffmpeg("-i", path, "-map", "0:v:0", "-fps_mode", "passthrough", *vf, "-pix_fmt", "yuv%sp" % chroma, "-f",
              "yuv4mpegpipe", out)
     return read_y4m(out, chroma)
 
@@ -100,7 +101,7 @@ def input_corpus_vs_ffmpeg_cli(ctx):
                 h.expect_error(o, name, getattr(ctx.grpc.StatusCode, code), words)
                 continue
             h.expect_ok(o, name)
-            w, h_, ref = cli_reference(ctx, name, path, e["chroma"])
+            w, h_, ref = cli_reference(ctx, name, path, e["chroma"], e["cli_filter"])
             frames = o.frames.get(0, [])
             check(len(frames) == len(ref), "%s: %d frames, the ffmpeg CLI decodes %d" % (name, len(frames), len(ref)))
             want = damaged_input_cases.ffmpeg_frames(path)
@@ -113,9 +114,14 @@ def input_corpus_vs_ffmpeg_cli(ctx):
             p = psnr(b"".join(ref), our_picture(ctx, name, frames, e["chroma"]), w, h_, e["chroma"])
             if bar is None:
                 bar = p
-            log("%-26s %2d frames %dx%d, pts as the CLI's, PSNR against its decode Y %.2f Cb %.2f Cr %.2f dB%s" %
+            log("%-26s %2d frames %dx%d, pts as the CLI's, PSNR against its decode Y %.2f Cb %.2f Cr %.2f dB%s%s" %
                 (name, len(frames), w, h_, p["y"], p["cb"], p["cr"],
-                 ", autorotated (EXIF %d)" % o.started.exif_orientation if o.started.autorotated else ""))
+                 ", autorotated (EXIF %d)" % o.started.exif_orientation if o.started.autorotated else "",
+                 ", %d deinterlaced (CLI: -vf %s)" % (o.summary.frames_deinterlaced, e["cli_filter"])
+                 if e["cli_filter"] else ""))
+            if e["cli_filter"]:
+                check(o.summary.frames_deinterlaced == len(frames), "%s: %d of %d frames deinterlaced" %
+                      (name, o.summary.frames_deinterlaced, len(frames)))
             for plane in ("y", "cb", "cr"):
                 check(p[plane] >= bar[plane] - 2.0, "%s: %s PSNR %.2f dB against the CLI's frames; the plain clip "
                       "gets %.2f" % (name, plane, p[plane], bar[plane]))

@@ -45,12 +45,18 @@ MIRRORED = [-ONE, 0, 0, 0, ONE, 0, W << 16, 0, W30]
 TRANSPOSED = [0, ONE, 0, ONE, 0, 0, 0, 0, W30]
 
 
-def entry(name, ext, inputs, args, expect="same", post=None, chroma="420"):
+def entry(name, ext, inputs, args, expect="same", post=None, chroma="420", cli_filter=None):
     """`post`: ("matrix", nine values) rewrites the track matrix, ("rotate", "N") remuxes with
     the rotate tag (FFmpeg 5.1 drops it when it encodes). `chroma`: the source's chroma
-    resolution, at which the picture is compared ("420" or "444")."""
+    resolution, at which the picture is compared ("420" or "444"). `cli_filter`: what the
+    CLI must be asked for to do what conveyord does by default (-vf)."""
     return {"name": name, "ext": ext, "inputs": inputs, "args": args, "expect": expect, "post": post,
-            "chroma": chroma}
+            "chroma": chroma, "cli_filter": cli_filter}
+
+
+# conveyord deinterlaces the frames the decoder flags interlaced; the CLI keeps the fields
+# unless asked: this is the asking.
+YADIF = "yadif=mode=0:parity=auto:deint=interlaced"
 
 
 def src(extra=""):
@@ -71,11 +77,13 @@ ENTRIES = [
     entry("rotate_270", "mp4", src(), X264, post=("rotate", "270")),
     entry("mirrored", "mp4", src(), X264 + ["-movflags", "faststart"], post=("matrix", MIRRORED)),
     entry("transposed", "mp4", src(), X264 + ["-movflags", "faststart"], post=("matrix", TRANSPOSED)),
-    # Broadcast: interlaced MPEG-2 in MPEG-TS, top and bottom field first.
+    # Broadcast: interlaced MPEG-2 in MPEG-TS, top and bottom field first, and H.264 (PAFF).
     entry("interlaced_tff", "ts", src(",tinterlace=mode=interleave_top,setfield=tff"),
-          ["-c:v", "mpeg2video", "-flags", "+ilme+ildct", "-top", "1", "-b:v", "4M"]),
+          ["-c:v", "mpeg2video", "-flags", "+ilme+ildct", "-top", "1", "-b:v", "4M"], cli_filter=YADIF),
     entry("interlaced_bff", "ts", src(",tinterlace=mode=interleave_bottom,setfield=bff"),
-          ["-c:v", "mpeg2video", "-flags", "+ilme+ildct", "-top", "0", "-b:v", "4M"]),
+          ["-c:v", "mpeg2video", "-flags", "+ilme+ildct", "-top", "0", "-b:v", "4M"], cli_filter=YADIF),
+    entry("interlaced_h264", "ts", src(",tinterlace=mode=interleave_top,setfield=tff"),
+          X264 + ["-flags", "+ilme+ildct", "-x264-params", "tff=1"], cli_filter=YADIF),
     # Variable frame rate: every third frame dropped, the others keep their times.
     entry("vfr", "mkv", src(",select='not(eq(mod(n\\,3)\\,1))'"), X264 + ["-fps_mode", "vfr"]),
     entry("hevc_10bit", "mkv", src(), ["-c:v", "libx265", "-preset", "ultrafast", "-pix_fmt", "yuv420p10le",

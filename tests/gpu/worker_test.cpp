@@ -23,6 +23,7 @@
 
 #include "cpu_encoder.h"
 #include "gpu_encoder.h"
+#include "deinterlace_cpu.h"
 #include "libjpeg_turbo_check.h"
 #include "orient_cpu.h"
 #include "scale_cpu.h"
@@ -616,6 +617,9 @@ struct Job {
   testing::SyntheticFrame frame;
   std::vector<Rendition> renditions;
   Orientation orientation;  // the frame is turned before its renditions
+  // Deinterlacing, first of all: the frames before and after, and the kept field.
+  std::shared_ptr<testing::SyntheticFrame> prev, next;
+  bool top_field_first = true;
 };
 
 Rendition MakeRendition(int w, int h, int q, Subsampling ss) {
@@ -634,6 +638,12 @@ void SubmitJobs(Worker& worker, const std::vector<Job>& jobs, Collector& got, si
     req.frame = jobs[i].frame.view;
     req.renditions = jobs[i].renditions;
     req.orientation = jobs[i].orientation;
+    if (jobs[i].prev) {
+      req.deinterlace.enabled = true;
+      req.deinterlace.top_field_first = jobs[i].top_field_first;
+      req.deinterlace.prev = jobs[i].prev->view;
+      req.deinterlace.next = jobs[i].next->view;
+    }
     req.on_done = got.Callback(worker);
     ASSERT_TRUE(worker.Submit(std::move(req)).ok()) << "job " << i;
   }
@@ -652,14 +662,23 @@ int ExpectRenditionsMatchCpu(const std::vector<Job>& jobs, Collector& got) {
       ADD_FAILURE() << "job " << i << ": " << r.jpeg.size() << " outputs";
       continue;
     }
+    DeinterlacedFrame whole;
+    if (jobs[i].prev) {
+      auto w = DeinterlaceFrameToOwned(jobs[i].prev->view, jobs[i].frame.view, jobs[i].next->view,
+                                       jobs[i].top_field_first);
+      EXPECT_TRUE(w.ok()) << w.status().ToString();
+      if (!w.ok()) continue;
+      whole = std::move(w).value();
+    }
+    const FrameView& made_whole = jobs[i].prev ? whole.view : jobs[i].frame.view;
     OrientedFrame turned;
     if (!jobs[i].orientation.identity()) {
-      auto t = OrientFrameToOwned(jobs[i].frame.view, jobs[i].orientation);
+      auto t = OrientFrameToOwned(made_whole, jobs[i].orientation);
       EXPECT_TRUE(t.ok()) << t.status().ToString();
       if (!t.ok()) continue;
       turned = std::move(t).value();
     }
-    const FrameView& src = jobs[i].orientation.identity() ? jobs[i].frame.view : turned.view;
+    const FrameView& src = jobs[i].orientation.identity() ? made_whole : turned.view;
     for (size_t k = 0; k < jobs[i].renditions.size(); ++k) {
       const Rendition& rd = jobs[i].renditions[k];
       const int w = rd.width ? rd.width : src.width, h = rd.height ? rd.height : src.height;
@@ -737,6 +756,56 @@ TEST_P(WorkerTest, TurnedFramesMatchTheHostTurnAndTheCpuEncoder) {
   const int checked = ExpectRenditionsMatchCpu(jobs, got);
   EXPECT_EQ(checked, 8 * 5 + 4);
   std::printf("turned renditions checked: %d\n", checked);
+}
+
+// Frames deinterlaced before their renditions (interlaced broadcast input): every YUV
+// format, both field orders, a stream's first and last frames (the frame itself as its
+// neighbour), a 1080p one turned and scaled after; three frames too big for a slot are
+// refused up front.
+TEST_P(WorkerTest, DeinterlacedFramesMatchTheHostStageAndTheCpuEncoder) {
+  WorkerOptions options;
+  options.max_launch_frames = 4;
+  MAKE_OR_SKIP(worker, options);
+  std::vector<Job> jobs;
+  const PixelFormat formats[] = {PixelFormat::kYuv420p, PixelFormat::kNv12, PixelFormat::kYuv422p,
+                                 PixelFormat::kYuv444p, PixelFormat::kYuvj420p};
+  auto frame = [](int w, int h, PixelFormat f, uint32_t seed) {
+    return std::make_shared<testing::SyntheticFrame>(testing::MakeSyntheticFrame(w, h, f, seed));
+  };
+  for (int f = 0; f < 5; ++f) {
+    for (bool tff : {true, false}) {
+      const uint32_t seed = 200 + f * 10 + tff;
+      Job j{testing::MakeSyntheticFrame(161, 93, formats[f], seed), {MakeRendition(0, 0, 85, Subsampling::k420)}};
+      j.prev = frame(161, 93, formats[f], seed + 1);
+      j.next = f == 4 ? std::make_shared<testing::SyntheticFrame>(j.frame) : frame(161, 93, formats[f], seed + 2);
+      j.top_field_first = tff;
+      jobs.push_back(std::move(j));
+    }
+  }
+  Job hd{testing::MakeSyntheticFrame(1920, 1080, PixelFormat::kYuv420p, 300),
+         {MakeRendition(0, 0, 85, Subsampling::k420), MakeRendition(360, 640, 80, Subsampling::k444)}};
+  hd.prev = frame(1920, 1080, PixelFormat::kYuv420p, 301);
+  hd.next = frame(1920, 1080, PixelFormat::kYuv420p, 302);
+  hd.orientation = OrientationFromExif(6);
+  jobs.push_back(std::move(hd));
+  Collector got;
+  SubmitJobs(*worker, jobs, got);
+  if (HasFatalFailure()) return;
+  worker->Flush();
+  const int checked = ExpectRenditionsMatchCpu(jobs, got);
+  EXPECT_EQ(checked, 5 * 2 + 2);
+  std::printf("deinterlaced renditions checked: %d\n", checked);
+
+  const auto big = testing::MakeSyntheticFrame(3840, 2160, PixelFormat::kYuv444p, 9);
+  FrameRequest req;
+  req.frame = big.view;
+  req.renditions = {MakeRendition(0, 0, 85, Subsampling::k420)};
+  req.deinterlace.enabled = true;
+  req.deinterlace.prev = req.deinterlace.next = big.view;
+  req.on_done = [](FrameResult&&) {};
+  const Status refused = worker->Submit(std::move(req));
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument) << refused.ToString();
+  EXPECT_NE(refused.message().find("more than this worker's slot holds"), std::string::npos) << refused.ToString();
 }
 
 // `n` 1080p yuv420p frames, each encoded at its size, 1280x720 and 640x360 (4:4:4).

@@ -12,19 +12,17 @@
 #include <vector>
 
 #include "deinterlace_cpu.h"
-#include "gpu_encoder.h"  // ProbeGpus
+#include "gpu_stage_test.h"
 #include "synthetic_frame.h"
 
 #if defined(CONVEYOR_GPU_NVIDIA) || defined(CONVEYOR_GPU_AMD)
 #include "gpu_deinterlace.h"
-#include "gpu_runtime.h"
 #endif
 
 namespace conveyor {
 namespace {
 
-constexpr uint8_t kCanary = 0xCD;
-constexpr size_t kGuardBytes = 4096;  // after the destination, must stay kCanary
+using testing::GpuStageTest;
 
 const PixelFormat kFormats[] = {PixelFormat::kYuv420p, PixelFormat::kYuvj420p, PixelFormat::kNv12,
                                 PixelFormat::kYuv422p, PixelFormat::kYuv444p};
@@ -42,36 +40,14 @@ struct Triple {
 StatusOr<std::vector<uint8_t>> DeinterlaceOnDevice(const Triple& t, const DeinterlacePlan& plan, int pad) {
   GPU_RETURN_IF_ERROR(hipSetDevice(0), "hipSetDevice(0)");
   ASSIGN_OR_RETURN(Stream stream, Stream::Create(0, "deinterlace test stream"));
-  const PlaneGeometry g = PackedPlaneGeometry(plan.format, plan.width, plan.height);
-  DeviceBuffer src[3];
-  SourcePlanes planes[3] = {};
-  std::vector<uint8_t> host[3];
+  testing::DeviceFrame src[3];
   for (int f = 0; f < 3; ++f) {
-    const FrameView& frame = *t.frame[f];
-    size_t offset[3] = {0, 0, 0};
-    for (int p = 0; p < plan.num_planes; ++p) {
-      offset[p] = host[f].size();
-      planes[f].stride[p] = g.row_bytes[p] + pad;
-      host[f].resize(host[f].size() + static_cast<size_t>(planes[f].stride[p]) * g.rows[p], 0);
-      for (int y = 0; y < g.rows[p]; ++y)
-        std::copy_n(frame.plane[p] + static_cast<size_t>(y) * frame.stride[p], g.row_bytes[p],
-                    host[f].begin() + offset[p] + static_cast<size_t>(y) * planes[f].stride[p]);
-    }
-    ASSIGN_OR_RETURN(src[f], DeviceBuffer::Allocate(host[f].size(), "deinterlace test source"));
-    GPU_RETURN_IF_ERROR(
-        hipMemcpyAsync(src[f].get(), host[f].data(), host[f].size(), hipMemcpyHostToDevice, stream.get()),
-        "upload source");
-    for (int p = 0; p < plan.num_planes; ++p) planes[f].plane[p] = src[f].get<uint8_t>() + offset[p];
+    ASSIGN_OR_RETURN(src[f], testing::UploadPadded(*t.frame[f], pad, stream.get()));
   }
-  std::vector<uint8_t> out(plan.dst_size + kGuardBytes, kCanary);
-  ASSIGN_OR_RETURN(DeviceBuffer dst, DeviceBuffer::Allocate(out.size(), "deinterlace test destination"));
-  GPU_RETURN_IF_ERROR(hipMemcpyAsync(dst.get(), out.data(), out.size(), hipMemcpyHostToDevice, stream.get()),
-                      "fill destination");
-  RETURN_IF_ERROR(EnqueueDeinterlace(plan, planes[0], planes[1], planes[2], dst.get<uint8_t>(), stream.get()));
-  GPU_RETURN_IF_ERROR(hipMemcpyAsync(out.data(), dst.get(), out.size(), hipMemcpyDeviceToHost, stream.get()),
-                      "read back destination");
-  GPU_RETURN_IF_ERROR(hipStreamSynchronize(stream.get()), "hipStreamSynchronize");
-  return out;
+  ASSIGN_OR_RETURN(DeviceBuffer dst, testing::GuardedDestination(plan.dst_size, stream.get()));
+  RETURN_IF_ERROR(
+      EnqueueDeinterlace(plan, src[0].planes, src[1].planes, src[2].planes, dst.get<uint8_t>(), stream.get()));
+  return testing::ReadBackGuarded(dst, stream.get());
 }
 
 // EnqueueDeinterlace's own argument checks, which need no upload.
@@ -107,20 +83,8 @@ Status ExpectArgumentErrors(const DeinterlacePlan&) { return Unavailable("built 
 
 #endif
 
-class GpuDeinterlaceTest : public ::testing::Test {
+class GpuDeinterlaceTest : public GpuStageTest {
  protected:
-  static void SetUpTestSuite() {
-    const GpuProbe probe = ProbeGpus();
-    if (probe.devices.empty()) {
-      skip_reason_ = new std::string(probe.unavailable_reason);
-      return;
-    }
-    std::printf("GPU backend %s, device 0: %s\n", GpuBackendName(), probe.devices[0].name.c_str());
-  }
-  void SetUp() override {
-    if (skip_reason_ != nullptr) GTEST_SKIP() << "no GPU: " << *skip_reason_;
-  }
-
   // Deinterlaces on both sides and requires identical bytes and an untouched guard.
   void ExpectIdentical(const Triple& t, bool tff, const std::string& label, int pad = 0) {
     const FrameView& cur = *t.frame[1];
@@ -134,13 +98,7 @@ class GpuDeinterlaceTest : public ::testing::Test {
     std::vector<uint8_t> cpu(plan->dst_size);
     const Status s = DeinterlaceFrameOnHost(*t.frame[0], *t.frame[1], *t.frame[2], *plan, cpu.data());
     ASSERT_TRUE(s.ok()) << what << ": " << s.ToString();
-    size_t first_diff = 0;
-    while (first_diff < cpu.size() && cpu[first_diff] == (*gpu)[first_diff]) ++first_diff;
-    ASSERT_EQ(first_diff, cpu.size()) << what << ": first differing byte at " << first_diff;
-    for (size_t i = cpu.size(); i < gpu->size(); ++i)
-      ASSERT_EQ((*gpu)[i], kCanary) << what << ": kernel wrote " << i - cpu.size() << " bytes past the end";
-    ++cases_;
-    bytes_ += cpu.size();
+    ExpectSameBytes(cpu, *gpu, what);
   }
 
   // A middle frame and both ends of a stream of three synthetic frames, for both field
@@ -156,17 +114,7 @@ class GpuDeinterlaceTest : public ::testing::Test {
       for (int i = 0; i < 3; ++i) ExpectIdentical(triples[i], tff, labels[i], pad);
     }
   }
-
-  static std::string* skip_reason_;
-
- public:
-  static int cases_;
-  static size_t bytes_;
 };
-
-std::string* GpuDeinterlaceTest::skip_reason_ = nullptr;
-int GpuDeinterlaceTest::cases_ = 0;
-size_t GpuDeinterlaceTest::bytes_ = 0;
 
 TEST_F(GpuDeinterlaceTest, IdenticalForEveryFormatAndFieldOrderAtSmallAndOddSizes) {
   const int sizes[][2] = {{1, 1}, {2, 2}, {3, 3}, {2, 1}, {1, 4}, {7, 5}, {17, 9}, {33, 47}, {130, 70}};
@@ -195,18 +143,11 @@ TEST_F(GpuDeinterlaceTest, BadArgumentsAreAStatusNotACrash) {
   ASSERT_TRUE(s.ok()) << s.ToString();
 }
 
-class Summary : public ::testing::EmptyTestEventListener {
-  void OnTestProgramEnd(const ::testing::UnitTest&) override {
-    std::printf("gpu-vs-cpu deinterlace byte-identical cases: %d, bytes compared: %zu\n", GpuDeinterlaceTest::cases_,
-                GpuDeinterlaceTest::bytes_);
-  }
-};
-
 }  // namespace
 }  // namespace conveyor
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  ::testing::UnitTest::GetInstance()->listeners().Append(new conveyor::Summary);
+  conveyor::testing::PrintByteIdentitySummary("deinterlace");
   return RUN_ALL_TESTS();
 }

@@ -11,20 +11,18 @@
 #include <string>
 #include <vector>
 
-#include "gpu_encoder.h"  // ProbeGpus
+#include "gpu_stage_test.h"
 #include "orient_cpu.h"
 #include "synthetic_frame.h"
 
 #if defined(CONVEYOR_GPU_NVIDIA) || defined(CONVEYOR_GPU_AMD)
 #include "gpu_orient.h"
-#include "gpu_runtime.h"
 #endif
 
 namespace conveyor {
 namespace {
 
-constexpr uint8_t kCanary = 0xCD;
-constexpr size_t kGuardBytes = 4096;  // after the destination, must stay kCanary
+using testing::GpuStageTest;
 
 const PixelFormat kAllFormats[] = {PixelFormat::kYuv420p, PixelFormat::kYuvj420p, PixelFormat::kNv12,
                                    PixelFormat::kYuv422p, PixelFormat::kYuv444p, PixelFormat::kRgb24,
@@ -37,35 +35,10 @@ const PixelFormat kAllFormats[] = {PixelFormat::kYuv420p, PixelFormat::kYuvj420p
 StatusOr<std::vector<uint8_t>> OrientOnDevice(const FrameView& frame, const OrientPlan& plan, int pad) {
   GPU_RETURN_IF_ERROR(hipSetDevice(0), "hipSetDevice(0)");
   ASSIGN_OR_RETURN(Stream stream, Stream::Create(0, "orient test stream"));
-  const PlaneGeometry g = PackedPlaneGeometry(frame.format, frame.width, frame.height);
-  std::vector<uint8_t> host;
-  size_t offset[3] = {0, 0, 0};
-  int stride[3] = {0, 0, 0};
-  for (int p = 0; p < plan.num_planes; ++p) {
-    offset[p] = host.size();
-    stride[p] = g.row_bytes[p] + pad;
-    host.resize(host.size() + static_cast<size_t>(stride[p]) * g.rows[p], 0);
-    for (int y = 0; y < g.rows[p]; ++y)
-      std::copy_n(frame.plane[p] + static_cast<size_t>(y) * frame.stride[p], g.row_bytes[p],
-                  host.begin() + offset[p] + static_cast<size_t>(y) * stride[p]);
-  }
-  ASSIGN_OR_RETURN(DeviceBuffer src, DeviceBuffer::Allocate(host.size(), "orient test source"));
-  GPU_RETURN_IF_ERROR(hipMemcpyAsync(src.get(), host.data(), host.size(), hipMemcpyHostToDevice, stream.get()),
-                      "upload source");
-  SourcePlanes planes{};
-  for (int p = 0; p < plan.num_planes; ++p) {
-    planes.plane[p] = src.get<uint8_t>() + offset[p];
-    planes.stride[p] = stride[p];
-  }
-  std::vector<uint8_t> out(plan.dst_size + kGuardBytes, kCanary);
-  ASSIGN_OR_RETURN(DeviceBuffer dst, DeviceBuffer::Allocate(out.size(), "orient test destination"));
-  GPU_RETURN_IF_ERROR(hipMemcpyAsync(dst.get(), out.data(), out.size(), hipMemcpyHostToDevice, stream.get()),
-                      "fill destination");
-  RETURN_IF_ERROR(EnqueueOrient(plan, planes, dst.get<uint8_t>(), stream.get()));
-  GPU_RETURN_IF_ERROR(hipMemcpyAsync(out.data(), dst.get(), out.size(), hipMemcpyDeviceToHost, stream.get()),
-                      "read back destination");
-  GPU_RETURN_IF_ERROR(hipStreamSynchronize(stream.get()), "hipStreamSynchronize");
-  return out;
+  ASSIGN_OR_RETURN(testing::DeviceFrame src, testing::UploadPadded(frame, pad, stream.get()));
+  ASSIGN_OR_RETURN(DeviceBuffer dst, testing::GuardedDestination(plan.dst_size, stream.get()));
+  RETURN_IF_ERROR(EnqueueOrient(plan, src.planes, dst.get<uint8_t>(), stream.get()));
+  return testing::ReadBackGuarded(dst, stream.get());
 }
 
 // EnqueueOrient's own argument checks, which need no upload.
@@ -97,20 +70,8 @@ Status ExpectArgumentErrors(const OrientPlan&) { return Unavailable("built witho
 
 #endif
 
-class GpuOrientTest : public ::testing::Test {
+class GpuOrientTest : public GpuStageTest {
  protected:
-  static void SetUpTestSuite() {
-    const GpuProbe probe = ProbeGpus();
-    if (probe.devices.empty()) {
-      skip_reason_ = new std::string(probe.unavailable_reason);
-      return;
-    }
-    std::printf("GPU backend %s, device 0: %s\n", GpuBackendName(), probe.devices[0].name.c_str());
-  }
-  void SetUp() override {
-    if (skip_reason_ != nullptr) GTEST_SKIP() << "no GPU: " << *skip_reason_;
-  }
-
   // Turns on both sides and requires identical bytes and an untouched guard.
   void ExpectIdentical(const FrameView& frame, Orientation o, int pad = 0) {
     const std::string what = std::to_string(frame.width) + "x" + std::to_string(frame.height) + " " +
@@ -123,25 +84,9 @@ class GpuOrientTest : public ::testing::Test {
     std::vector<uint8_t> cpu(plan->dst_size);
     const Status s = OrientFrameOnHost(frame, *plan, cpu.data());
     ASSERT_TRUE(s.ok()) << what << ": " << s.ToString();
-    size_t first_diff = 0;
-    while (first_diff < cpu.size() && cpu[first_diff] == (*gpu)[first_diff]) ++first_diff;
-    ASSERT_EQ(first_diff, cpu.size()) << what << ": first differing byte at " << first_diff;
-    for (size_t i = cpu.size(); i < gpu->size(); ++i)
-      ASSERT_EQ((*gpu)[i], kCanary) << what << ": kernel wrote " << i - cpu.size() << " bytes past the end";
-    ++cases_;
-    bytes_ += cpu.size();
+    ExpectSameBytes(cpu, *gpu, what);
   }
-
-  static std::string* skip_reason_;
-
- public:
-  static int cases_;
-  static size_t bytes_;
 };
-
-std::string* GpuOrientTest::skip_reason_ = nullptr;
-int GpuOrientTest::cases_ = 0;
-size_t GpuOrientTest::bytes_ = 0;
 
 TEST_F(GpuOrientTest, IdenticalForEveryFormatAndOrientationAtOddSizes) {
   const int sizes[][2] = {{1, 1}, {2, 1}, {1, 3}, {17, 9}, {33, 47}, {130, 70}};
@@ -176,18 +121,11 @@ TEST_F(GpuOrientTest, BadArgumentsAreAStatusNotACrash) {
   ASSERT_TRUE(s.ok()) << s.ToString();
 }
 
-class Summary : public ::testing::EmptyTestEventListener {
-  void OnTestProgramEnd(const ::testing::UnitTest&) override {
-    std::printf("gpu-vs-cpu orientation byte-identical cases: %d, bytes compared: %zu\n", GpuOrientTest::cases_,
-                GpuOrientTest::bytes_);
-  }
-};
-
 }  // namespace
 }  // namespace conveyor
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  ::testing::UnitTest::GetInstance()->listeners().Append(new conveyor::Summary);
+  conveyor::testing::PrintByteIdentitySummary("orientation");
   return RUN_ALL_TESTS();
 }

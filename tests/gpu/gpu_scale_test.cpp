@@ -10,20 +10,18 @@
 #include <string>
 #include <vector>
 
-#include "gpu_encoder.h"  // ProbeGpus
+#include "gpu_stage_test.h"
 #include "scale_cpu.h"
 #include "synthetic_frame.h"
 
 #if defined(CONVEYOR_GPU_NVIDIA) || defined(CONVEYOR_GPU_AMD)
-#include "gpu_runtime.h"
 #include "gpu_scale.h"
 #endif
 
 namespace conveyor {
 namespace {
 
-constexpr uint8_t kCanary = 0xCD;
-constexpr size_t kGuardBytes = 4096;  // after the destination, must stay kCanary
+using testing::GpuStageTest;
 
 const PixelFormat kAllFormats[] = {PixelFormat::kYuv420p, PixelFormat::kYuvj420p, PixelFormat::kNv12,
                                    PixelFormat::kYuv422p, PixelFormat::kYuv444p, PixelFormat::kRgb24,
@@ -38,50 +36,24 @@ StatusOr<std::vector<std::vector<uint8_t>>> ScaleRenditionsOnDevice(const FrameV
                                                                     const std::vector<ScalePlan>& plans, int pad) {
   GPU_RETURN_IF_ERROR(hipSetDevice(0), "hipSetDevice(0)");
   ASSIGN_OR_RETURN(Stream stream, Stream::Create(0, "scale test stream"));
-  const PlaneGeometry g = PackedPlaneGeometry(frame.format, frame.width, frame.height);
-  std::vector<uint8_t> host;
-  size_t offset[3] = {0, 0, 0};
-  int stride[3] = {0, 0, 0};
-  const int num_planes = plans.front().num_planes;
-  for (int p = 0; p < num_planes; ++p) {
-    offset[p] = host.size();
-    stride[p] = g.row_bytes[p] + pad;
-    host.resize(host.size() + static_cast<size_t>(stride[p]) * g.rows[p], 0);
-    for (int y = 0; y < g.rows[p]; ++y)
-      std::copy_n(frame.plane[p] + static_cast<size_t>(y) * frame.stride[p], g.row_bytes[p],
-                  host.begin() + offset[p] + static_cast<size_t>(y) * stride[p]);
-  }
-  ASSIGN_OR_RETURN(DeviceBuffer src, DeviceBuffer::Allocate(host.size(), "scale test source"));
-  GPU_RETURN_IF_ERROR(hipMemcpyAsync(src.get(), host.data(), host.size(), hipMemcpyHostToDevice, stream.get()),
-                      "upload source");
-  SourcePlanes planes{};
-  for (int p = 0; p < num_planes; ++p) {
-    planes.plane[p] = src.get<uint8_t>() + offset[p];
-    planes.stride[p] = stride[p];
-  }
+  ASSIGN_OR_RETURN(testing::DeviceFrame src, testing::UploadPadded(frame, pad, stream.get()));
   std::vector<DeviceBuffer> dst;
-  std::vector<std::vector<uint8_t>> out;
   std::vector<ScaleJob> jobs;
   for (const ScalePlan& plan : plans) {
-    ASSIGN_OR_RETURN(DeviceBuffer d, DeviceBuffer::Allocate(plan.dst_size + kGuardBytes, "scale test destination"));
-    out.emplace_back(plan.dst_size + kGuardBytes, kCanary);
-    GPU_RETURN_IF_ERROR(
-        hipMemcpyAsync(d.get(), out.back().data(), out.back().size(), hipMemcpyHostToDevice, stream.get()),
-        "fill destination");
-    jobs.push_back({&plan, planes, d.get<uint8_t>()});
+    ASSIGN_OR_RETURN(DeviceBuffer d, testing::GuardedDestination(plan.dst_size, stream.get()));
+    jobs.push_back({&plan, src.planes, d.get<uint8_t>()});
     dst.push_back(std::move(d));
   }
   if (jobs.size() == 1) {
-    RETURN_IF_ERROR(EnqueueScale(plans[0], planes, dst[0].get<uint8_t>(), stream.get()));
+    RETURN_IF_ERROR(EnqueueScale(plans[0], src.planes, dst[0].get<uint8_t>(), stream.get()));
   } else {
     RETURN_IF_ERROR(EnqueueScales(jobs.data(), static_cast<int>(jobs.size()), stream.get()));
   }
-  for (size_t r = 0; r < plans.size(); ++r) {
-    GPU_RETURN_IF_ERROR(
-        hipMemcpyAsync(out[r].data(), dst[r].get(), out[r].size(), hipMemcpyDeviceToHost, stream.get()),
-        "read back destination");
+  std::vector<std::vector<uint8_t>> out;
+  for (const DeviceBuffer& d : dst) {
+    ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, testing::ReadBackGuarded(d, stream.get()));
+    out.push_back(std::move(bytes));
   }
-  GPU_RETURN_IF_ERROR(hipStreamSynchronize(stream.get()), "hipStreamSynchronize");
   return out;
 }
 
@@ -123,20 +95,8 @@ Status ExpectArgumentErrors(const ScalePlan&) { return Unavailable("built withou
 
 #endif
 
-class GpuScaleTest : public ::testing::Test {
+class GpuScaleTest : public GpuStageTest {
  protected:
-  static void SetUpTestSuite() {
-    const GpuProbe probe = ProbeGpus();
-    if (probe.devices.empty()) {
-      skip_reason_ = new std::string(probe.unavailable_reason);
-      return;
-    }
-    std::printf("GPU backend %s, device 0: %s\n", GpuBackendName(), probe.devices[0].name.c_str());
-  }
-  void SetUp() override {
-    if (skip_reason_ != nullptr) GTEST_SKIP() << "no GPU: " << *skip_reason_;
-  }
-
   // Scales on both sides and requires identical bytes and an untouched guard.
   void ExpectIdentical(const FrameView& frame, int dw, int dh, ScaleFilter filter, int pad = 0) {
     auto plan = MakeScalePlan(frame.format, frame.width, frame.height, dw, dh, filter);
@@ -155,26 +115,10 @@ class GpuScaleTest : public ::testing::Test {
     std::vector<uint8_t> cpu(plan.dst_size);
     const Status s = ScaleFrameOnHost(frame, plan, cpu.data());
     ASSERT_TRUE(s.ok()) << what << ": " << s.ToString();
-    size_t first_diff = 0;
-    while (first_diff < cpu.size() && cpu[first_diff] == gpu_out[first_diff]) ++first_diff;
-    ASSERT_EQ(first_diff, cpu.size()) << what << ": first differing byte at " << first_diff << " (cpu "
-                                      << int{cpu[first_diff]} << ", gpu " << int{gpu_out[first_diff]} << ")";
-    for (size_t i = cpu.size(); i < gpu_out.size(); ++i)
-      ASSERT_EQ(gpu_out[i], kCanary) << what << ": kernel wrote " << i - cpu.size() << " bytes past the end";
-    ++cases_;
-    bytes_ += cpu.size();
+    ExpectSameBytes(cpu, gpu_out, what);
   }
 
-  static std::string* skip_reason_;
-
- public:
-  static int cases_;
-  static size_t bytes_;
 };
-
-std::string* GpuScaleTest::skip_reason_ = nullptr;
-int GpuScaleTest::cases_ = 0;
-size_t GpuScaleTest::bytes_ = 0;
 
 TEST_F(GpuScaleTest, IdenticalOverTheRenditionLadder) {
   const int ladder[][2] = {{1280, 720}, {640, 360}, {1, 1}, {3840, 2160}};
@@ -271,18 +215,11 @@ TEST_F(GpuScaleTest, BadArgumentsAreAStatusNotACrash) {
   ExpectIdentical(frame.view, 32, 24, ScaleFilter::kAuto);
 }
 
-class Summary : public ::testing::EmptyTestEventListener {
-  void OnTestProgramEnd(const ::testing::UnitTest&) override {
-    std::printf("gpu-vs-cpu scale byte-identical cases: %d, bytes compared: %zu\n", GpuScaleTest::cases_,
-                GpuScaleTest::bytes_);
-  }
-};
-
 }  // namespace
 }  // namespace conveyor
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  ::testing::UnitTest::GetInstance()->listeners().Append(new conveyor::Summary);
+  conveyor::testing::PrintByteIdentitySummary("scale");
   return RUN_ALL_TESTS();
 }

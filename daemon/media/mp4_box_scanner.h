@@ -22,8 +22,6 @@ class Mp4BoxScanner {
   // Feeds the next bytes of the input, in order, from its first byte.
   void Feed(const uint8_t* data, size_t size);
   Verdict verdict() const { return verdict_; }
-  // The offset of the mdat box that came first (kMdatFirst).
-  uint64_t mdat_offset() const { return box_start_; }
 
  private:
   void OnHeader();

@@ -243,9 +243,13 @@ class SeekingClient {
           at_end = false;
         }
       }
-      const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk_, data_.size() - offset));
-      std::vector<uint8_t> chunk(data_.begin() + static_cast<std::ptrdiff_t>(offset),
-                                 data_.begin() + static_cast<std::ptrdiff_t>(offset + n));
+      // Past the end of what it holds, a client answers with an empty run that ends.
+      const size_t n = offset >= data_.size() ? 0 : static_cast<size_t>(std::min<uint64_t>(chunk_, data_.size() - offset));
+      std::vector<uint8_t> chunk;
+      if (n > 0) {
+        chunk.assign(data_.begin() + static_cast<std::ptrdiff_t>(offset),
+                     data_.begin() + static_cast<std::ptrdiff_t>(offset + n));
+      }
       const bool end = offset + n >= data_.size();
       for (;;) {
         auto pushed = queue_->TryPushAt(generation, offset, chunk, end);
@@ -402,6 +406,40 @@ TEST(RandomAccess, ADeclaredSizeShorterThanTheBoxesIsInvalidArgument) {
   ASSERT_TRUE(data.ok());
   const SeekRun run = DecodeSeekable(*data, 2u << 20);
   EXPECT_EQ(run.status.code(), StatusCode::kInvalidArgument) << run.status.ToString();
+}
+
+// The index points past the end: mdat cut short by 1 MiB in the middle (its box size
+// mended, moov moved up with it), so the last samples' offsets lie beyond the input's
+// declared size. The demuxer's seek there is INVALID_ARGUMENT naming the size, not a
+// request the client could never answer.
+TEST(RandomAccess, ASeekPastTheDeclaredSizeIsInvalidArgumentNamingIt) {
+  REQUIRE_X264();
+  auto path = LateMoovMp4();
+  ASSERT_TRUE(path.ok()) << path.status().ToString();
+  auto data = media_test::ReadFile(*path);
+  ASSERT_TRUE(data.ok());
+  // Top-level boxes: find mdat (it precedes moov in this layout).
+  size_t at = 0, mdat = 0;
+  while (at + 8 <= data->size()) {
+    const uint32_t size = (*data)[at] << 24 | (*data)[at + 1] << 16 | (*data)[at + 2] << 8 | (*data)[at + 3];
+    if (std::string(data->begin() + at + 4, data->begin() + at + 8) == "mdat") mdat = at;
+    if (size < 8) break;
+    at += size;
+  }
+  ASSERT_GT(mdat, 0u);
+  const uint32_t cut = 1u << 20;
+  const uint32_t mdat_size = (*data)[mdat] << 24 | (*data)[mdat + 1] << 16 | (*data)[mdat + 2] << 8 | (*data)[mdat + 3];
+  ASSERT_GT(mdat_size, 2 * cut);
+  std::vector<uint8_t> cut_short(data->begin(), data->begin() + mdat + mdat_size / 2);
+  cut_short.insert(cut_short.end(), data->begin() + mdat + mdat_size / 2 + cut, data->end());
+  const uint32_t mended = mdat_size - cut;
+  for (int k = 0; k < 4; ++k) cut_short[mdat + k] = static_cast<uint8_t>(mended >> (24 - 8 * k));
+  const SeekRun run = DecodeSeekable(cut_short, cut_short.size());
+  EXPECT_EQ(run.status.code(), StatusCode::kInvalidArgument) << run.status.ToString();
+  EXPECT_NE(run.status.message().find("past the end of the input (ContainerInput.size " +
+                                      std::to_string(cut_short.size()) + ")"),
+            std::string::npos)
+      << run.status.ToString();
 }
 
 TEST(RandomAccess, AClientThatEndsItsInputBeforeAnsweringIsNamed) {

@@ -20,6 +20,11 @@ void Check(bool ok) {
   if (!ok) __builtin_trap();
 }
 
+// The limits bound a picture landscape or portrait (2160x3840 fits 3840x2160).
+bool Fits(int w, int h, const JobLimits& limits) {
+  return (w <= limits.max_width && h <= limits.max_height) || (w <= limits.max_height && h <= limits.max_width);
+}
+
 void CheckAccepted(const Job& job, const JobLimits& limits) {
   Check(!job.renditions.empty() && job.renditions.size() <= 8);
   for (const conveyor::RequestedRendition& r : job.renditions) {
@@ -31,7 +36,7 @@ void CheckAccepted(const Job& job, const JobLimits& limits) {
   if (job.audio) Check(job.container_input && job.container_output);
   if (!job.container_input) {
     Check(job.raw_width >= 1 && job.raw_height >= 1);
-    Check(job.raw_width <= limits.max_width && job.raw_height <= limits.max_height);
+    Check(Fits(job.raw_width, job.raw_height, limits));
     Check(job.frame_rate_num > 0 && job.frame_rate_den > 0);
     Check(job.RawFrameBytes() > 0);
   }
@@ -47,8 +52,7 @@ void CheckAccepted(const Job& job, const JobLimits& limits) {
     Check(resolved->size() == job.renditions.size());
     for (const conveyor::Rendition& r : *resolved) {
       // 0x0 means the source size; anything else is a real size inside the limits.
-      Check((r.width == 0 && r.height == 0) ||
-            (r.width >= 1 && r.height >= 1 && r.width <= limits.max_width && r.height <= limits.max_height));
+      Check((r.width == 0 && r.height == 0) || (r.width >= 1 && r.height >= 1 && Fits(r.width, r.height, limits)));
       Check(conveyor::ValidateParams(r.params).ok());
     }
   }

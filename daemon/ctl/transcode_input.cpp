@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -113,9 +114,14 @@ bool ReadRequests::closed() const {
   return closed_;
 }
 
-std::optional<v1::ReadRequest> ReadRequests::Take(bool wait) {
+std::optional<v1::ReadRequest> ReadRequests::Take(double wait_s) {
   std::unique_lock<std::mutex> lock(mu_);
-  if (wait) cv_.wait(lock, [&] { return closed_ || pending_.has_value(); });
+  auto ready = [&] { return closed_ || pending_.has_value(); };
+  if (wait_s < 0) {
+    cv_.wait(lock, ready);
+  } else if (wait_s > 0) {
+    cv_.wait_for(lock, std::chrono::duration<double>(wait_s), ready);
+  }
   std::optional<v1::ReadRequest> r;
   if (!closed_) r.swap(pending_);
   return r;
@@ -133,7 +139,7 @@ Status StreamRanges(TranscodeStream* stream, InputReader* in, uint64_t size, std
   uint64_t seek_id = 0, offset = 0;
   bool at_end = false;
   for (;;) {
-    std::optional<v1::ReadRequest> asked = requests->Take(at_end);
+    std::optional<v1::ReadRequest> asked = requests->Take(at_end ? -1 : 0);
     if (requests->closed()) break;
     if (asked) {
       seek_id = asked->seek_id();

@@ -65,9 +65,11 @@ class ReadRequests {
   void Post(const v1::ReadRequest& request);
   // No more requests: Summary came, or the call is over.
   void Close();
-  // The newest request not taken yet, if any; with `wait`, blocks until there is one or
-  // the mailbox is closed (then nullopt).
-  std::optional<v1::ReadRequest> Take(bool wait);
+  // The newest request not taken yet, if any; waits up to `wait_s` seconds for one (< 0:
+  // until one comes or the mailbox is closed, 0: not at all). None once closed. Only the
+  // newest request counts: an older one not yet answered is overtaken, as the daemon drops
+  // ranges of an earlier seek_id anyway.
+  std::optional<v1::ReadRequest> Take(double wait_s);
   bool closed() const;
 
  private:

@@ -169,11 +169,6 @@ bool ByteQueue::generation_ended() const {
   return generation_ended_;
 }
 
-uint64_t ByteQueue::generation() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return generation_;
-}
-
 size_t ByteQueue::queued_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return queued_;

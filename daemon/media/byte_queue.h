@@ -63,7 +63,6 @@ class ByteQueue {
   enum class PushAt { kTaken, kFull, kStale };
   StatusOr<PushAt> TryPushAt(uint64_t generation, uint64_t offset, std::vector<uint8_t>& chunk, bool end);
   uint64_t position() const;  // input offset of the next byte a reader gets
-  uint64_t generation() const;
   bool generation_ended() const;  // the current generation's end_of_input came
 
   size_t capacity() const { return capacity_; }

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -13,22 +12,11 @@
 extern "C" {
 #include <libavutil/avstring.h>
 #include <libavutil/dict.h>
-#include <libavutil/display.h>
 #include <libavutil/pixdesc.h>
 }
 
 namespace conveyor::media {
 namespace {
-
-// Display rotation of a display matrix, clockwise in [0, 360), rounded to a degree.
-int ClockwiseRotation(const uint8_t* matrix, size_t size) {
-  if (matrix == nullptr || size < 9 * sizeof(int32_t)) return 0;
-  const double ccw = av_display_rotation_get(reinterpret_cast<const int32_t*>(matrix));
-  if (std::isnan(ccw)) return 0;
-  long cw = std::lround(-ccw) % 360;
-  if (cw < 0) cw += 360;
-  return static_cast<int>(cw);
-}
 
 std::string CodecName(AVCodecID id) {
   const char* name = avcodec_get_name(id);
@@ -339,8 +327,8 @@ Status ContainerDecoder::OpenVideoDecoder() {
 
   size_t matrix_size = 0;
   const uint8_t* matrix = av_stream_get_side_data(st, AV_PKT_DATA_DISPLAYMATRIX, &matrix_size);
-  stream_rotation_ = ClockwiseRotation(matrix, matrix_size);
   const DisplayOrientation display = DisplayOrientationOf(matrix, matrix_size);
+  stream_rotation_ = display.rotation_degrees;
 
   video_.index = video_index;
   video_.container = fmt->iformat->name;
@@ -505,7 +493,7 @@ void ContainerDecoder::FillFrame(DecodedFrame* out) {
   out->interlaced = f->interlaced_frame != 0;
   out->top_field_first = f->top_field_first != 0;
   const AVFrameSideData* sd = av_frame_get_side_data(f, AV_FRAME_DATA_DISPLAYMATRIX);
-  out->rotation_degrees = sd != nullptr ? ClockwiseRotation(sd->data, sd->size) : stream_rotation_;
+  out->rotation_degrees = sd != nullptr ? DisplayOrientationOf(sd->data, sd->size).rotation_degrees : stream_rotation_;
 }
 
 StatusOr<bool> ContainerDecoder::Next(DecodedFrame* out) {

@@ -116,7 +116,7 @@ SessionResult RunSession(v1::Transcoder::Stub* stub, const Options& o, const std
   std::unique_ptr<e2e::SharedJpegSlotsView> jpeg_memory;
   std::atomic<const e2e::SharedJpegSlotsView*> jpegs{nullptr};  // mapped before the first frame is sent
   std::atomic<bool> reader_done{false};
-  ReadRequestMailbox requests;  // seekable: from this thread to the writer
+  ctl::ReadRequests requests;  // seekable: from this thread to the writer
   const auto t0 = Clock::now();
   std::thread writer([&] {
     v1::TranscodeRequest spec;

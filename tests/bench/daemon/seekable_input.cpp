@@ -2,46 +2,11 @@
 #include "seekable_input.h"
 
 #include <algorithm>
-#include <chrono>
+#include <optional>
 
 namespace conveyor::bench {
 
-void ReadRequestMailbox::Post(const v1::ReadRequest& request) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    pending_ = request;
-  }
-  cv_.notify_all();
-}
-
-void ReadRequestMailbox::Close() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    closed_ = true;
-  }
-  cv_.notify_all();
-}
-
-bool ReadRequestMailbox::closed() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return closed_;
-}
-
-std::optional<v1::ReadRequest> ReadRequestMailbox::Take(double wait_s) {
-  std::unique_lock<std::mutex> lock(mu_);
-  auto ready = [&] { return closed_ || pending_.has_value(); };
-  if (wait_s < 0) {
-    cv_.wait(lock, ready);
-  } else if (wait_s > 0) {
-    cv_.wait_for(lock, std::chrono::duration<double>(wait_s), ready);
-  }
-  if (closed_) return std::nullopt;
-  std::optional<v1::ReadRequest> taken;
-  taken.swap(pending_);
-  return taken;
-}
-
-bool SendRanges(Stream* stream, const std::vector<uint8_t>& input, size_t chunk_bytes, ReadRequestMailbox* requests,
+bool SendRanges(Stream* stream, const std::vector<uint8_t>& input, size_t chunk_bytes, ctl::ReadRequests* requests,
                 const std::function<bool()>& between, RangeTally* tally) {
   v1::TranscodeRequest request;
   v1::ContainerRange* range = request.mutable_container_range();

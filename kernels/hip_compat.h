@@ -42,6 +42,9 @@ using hipDeviceProp_t = cudaDeviceProp;
 using hipMemcpyKind = cudaMemcpyKind;
 #define hipMemcpyHostToDevice cudaMemcpyHostToDevice
 #define hipMemcpyDeviceToHost cudaMemcpyDeviceToHost
+#define hipMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
+#define hipMemcpy2DAsync cudaMemcpy2DAsync
+#define hipDeviceGetPCIBusId cudaDeviceGetPCIBusId
 #define hipStreamCreateWithPriority cudaStreamCreateWithPriority
 #define hipStreamNonBlocking cudaStreamNonBlocking
 #define hipStreamDestroy cudaStreamDestroy

@@ -30,7 +30,7 @@ allow_skip=",${CONVEYOR_ALLOW_SKIP:-},"
 
 # The fewest tests each ctest stage runs. Raise a number when tests are added: a stage
 # that runs fewer (a test binary not built, a discovery that found nothing) fails.
-declare -A min_tests=([cpu]=550 [asan]=549 [tsan]=75 [amd]=130 [nvidia]=130)
+declare -A min_tests=([cpu]=562 [asan]=561 [tsan]=75 [amd]=135 [nvidia]=135)
 
 echo "=== tree checks (tests/repo) ==="
 tests/repo/check_tree_test.sh
@@ -176,8 +176,8 @@ JOBS=$jobs tests/fuzz/run_fuzzers.sh 45
 
 # The GPU flavours build the daemon's own code once more only to link conveyord (its
 # sources are the same in every flavour; what differs is the engine under it).
-gpu_targets=(unit_tests gpu_encoder_test gpu_scale_test gpu_orient_test gpu_deinterlace_test worker_test conveyor-bench
-  conveyord)
+gpu_targets=(unit_tests gpu_encoder_test gpu_scale_test gpu_orient_test gpu_deinterlace_test gpu_narrow_test worker_test
+  conveyor-bench conveyord)
 
 if command -v hipcc >/dev/null; then
   echo "=== build: amd ==="

@@ -77,6 +77,7 @@ const char* TypeNameForFlag(const Field& f) {
   if (key == "socket_group") return "GROUP";
   if (key == "workers") return "auto|gpu|cpu";
   if (key == "untagged_matrix") return "bt601|bt709|by-size";
+  if (key == "mode") return "auto|gpu|cpu";
   if (key.size() > 5 && key.compare(key.size() - 5, 5, "_file") == 0) return "PATH";
   return std::visit(Overloaded{
                         [](int DaemonConfig::*) { return "N"; },

@@ -161,6 +161,21 @@ inline const Field kFields[] = {
      "bt601 is what FFmpeg's libswscale assumes, so `ffmpeg -i IN out.jpg` and conveyord\n"
      "give the same colours. by-size guesses BT.709 from 1280x720 up and BT.601 below, as\n"
      "many players do. Raw input states its matrix in RawInput.color_matrix."},
+
+    {"decode", "mode", &DaemonConfig::decode_mode, "--decode",
+     "Where container input is decoded: auto, gpu or cpu. auto decodes on the video engines\n"
+     "(NVDEC, VCN) of the GPU that encodes the session whatever FFmpeg's hwaccel takes there\n"
+     "(codec, profile, chroma format, size), and on the CPU what it does not; gpu refuses a\n"
+     "stream the engines cannot take (FAILED_PRECONDITION); cpu never uses them. A job's\n"
+     "JobSpec.decode overrides it. Started.decoder says where each session decodes."},
+    {"decode", "frames", &DaemonConfig::decode_frames, nullptr,
+     "Where hardware-decoded frames go to the encoder: device (NVIDIA: they stay in GPU\n"
+     "memory and are copied device to device into the encoder's slot, so only the bitstream\n"
+     "and the JPEGs cross PCIe) or host (each is copied to host memory first, the path\n"
+     "VA-API frames always take). host exists to run that path on any GPU."},
+    {"decode", "vaapi_device", &DaemonConfig::vaapi_device, nullptr,
+     "VA-API render node for AMD GPUs (/dev/dri/renderD128); empty: the GPU's own, found by\n"
+     "its PCI bus id under /dev/dri/by-path."},
 };
 
 // "limits.max_sessions": the field as the file names it.

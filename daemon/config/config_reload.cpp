@@ -29,6 +29,8 @@ const RuntimeSetting kRuntimeSettings[] = {
     CONVEYOR_RUNTIME_SETTING(workers, decode_threads),
     CONVEYOR_RUNTIME_SETTING(workers, drain_timeout_s),
     CONVEYOR_RUNTIME_SETTING(color, untagged_matrix),
+    {"decode.mode", [](const DaemonConfig& from, DaemonConfig* to) { to->decode_mode = from.decode_mode; }},
+    {"decode.frames", [](const DaemonConfig& from, DaemonConfig* to) { to->decode_frames = from.decode_frames; }},
 };
 #undef CONVEYOR_RUNTIME_SETTING
 

@@ -13,7 +13,7 @@
 namespace conveyor::config {
 namespace {
 
-const char* const kTables[] = {"server", "limits", "workers", "color"};
+const char* const kTables[] = {"server", "limits", "workers", "color", "decode"};
 
 // Keys read under an old name. The file's comment and --print-config use the new one.
 struct OldName {

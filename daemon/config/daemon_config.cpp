@@ -196,6 +196,12 @@ Status DaemonConfig::Validate() const {
     return InvalidArgument("color.untagged_matrix: unknown value '" + untagged_matrix +
                            "' (expected bt601, bt709 or by-size)");
   }
+  if (decode_mode != "auto" && decode_mode != "gpu" && decode_mode != "cpu") {
+    return InvalidArgument("decode.mode: unknown value '" + decode_mode + "' (expected auto, gpu or cpu)");
+  }
+  if (decode_frames != "device" && decode_frames != "host") {
+    return InvalidArgument("decode.frames: unknown value '" + decode_frames + "' (expected device or host)");
+  }
   return OkStatus();
 }
 

@@ -57,6 +57,10 @@ struct DaemonConfig {
   double drain_timeout_s = 30;            // on SIGTERM, seconds sessions get before cancellation
   // [color]
   std::string untagged_matrix = "bt601";  // YCbCr matrix of input that signals none: bt601, bt709, by-size
+  // [decode]
+  std::string decode_mode = "auto";       // where container input decodes: auto, gpu, cpu
+  std::string decode_frames = "device";   // hardware-decoded frames to the encoder: device, host
+  std::string vaapi_device;               // VA-API render node; "": the GPU's own, by PCI bus id
 
   // TLS is configured (certificate and key): TCP listeners serve TLS.
   bool tls_enabled() const { return !tls_cert_file.empty(); }

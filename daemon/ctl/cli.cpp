@@ -130,6 +130,11 @@ int RunConveyorctl(int argc, const char* const* argv, std::ostream& out, std::os
                             "on: every frame; off: keep the fields (container output says the field order).")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
+  transcode_cmd->add_option("--decode", t.decode,
+                            "Where to decode container input: auto (the GPU's video engines for what they\n"
+                            "take, the CPU for the rest), gpu (the engines or fail), cpu; default: the\n"
+                            "daemon's decode.mode.")
+      ->check(CLI::IsMember({"auto", "gpu", "cpu"}));
   transcode_cmd->add_flag("--keep-partial", t.keep_partial,
                           "When the call fails, keep what was written (the frames so far, or the container\n"
                           "cut short under its final name). Without it a failed call leaves nothing: output\n"

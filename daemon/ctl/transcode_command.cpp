@@ -75,6 +75,10 @@ std::string DescribeStarted(const v1::Started& s) {
     out += ", time base " + std::to_string(s.time_base().num()) + "/" +
            std::to_string(s.time_base().den());
   }
+  if (!s.decoder().empty()) {
+    out += ", decoded on the " + std::string(s.decoder() == "gpu" ? "GPU" : "CPU") + " (" + s.decoder_name() +
+           (s.decoder_api().empty() ? "" : ", " + s.decoder_api()) + ")";
+  }
   if (s.exif_orientation() > 1 || s.rotation_degrees() != 0) {
     out += ", display " + std::string(OrientationName(OrientationFromExif(static_cast<int>(s.exif_orientation())))) +
            (s.autorotated() ? " (applied)" : " (kept as metadata)");

@@ -35,6 +35,7 @@ struct TranscodeOptions {
   bool keep_partial = false;            // --keep-partial: a failed call leaves what it wrote
   bool no_autorotate = false;           // --no-autorotate: JobSpec.autorotate = false
   std::string deinterlace = "auto";     // --deinterlace auto|on|off: JobSpec.deinterlace
+  std::string decode;                   // --decode auto|gpu|cpu: JobSpec.decode; "": the daemon's
   std::string label;                    // client_label; empty: the input's file name
   bool progress = false;                // Progress lines on stderr
   // A one-line progress bar on stderr (frames, fps, input read, ETA); on by default when

@@ -196,6 +196,7 @@ StatusOr<v1::JobSpec> BuildJobSpec(const TranscodeOptions& o) {
     if (o.strict) return InvalidArgument("--strict is for container input, not --raw");
     if (o.no_autorotate) return InvalidArgument("--no-autorotate is for container input, not --raw");
     if (o.deinterlace == "on") return InvalidArgument("--deinterlace on is for container input, not --raw");
+    if (!o.decode.empty()) return InvalidArgument("--decode is for container input, not --raw");
     ASSIGN_OR_RETURN(v1::RawInput raw, ParseRawInput(o.raw));
     *spec.mutable_raw() = std::move(raw);
   } else {
@@ -205,6 +206,9 @@ StatusOr<v1::JobSpec> BuildJobSpec(const TranscodeOptions& o) {
     spec.set_deinterlace(o.deinterlace == "on" ? v1::DEINTERLACE_ON
                          : o.deinterlace == "off" ? v1::DEINTERLACE_OFF
                                                   : v1::DEINTERLACE_AUTO);
+    if (!o.decode.empty()) {
+      spec.set_decode(o.decode == "gpu" ? v1::DECODE_GPU : o.decode == "cpu" ? v1::DECODE_CPU : v1::DECODE_AUTO);
+    }
   }
   if (!o.renditions.empty() && (!o.size.empty() || !o.ladder.empty())) {
     return InvalidArgument("--rendition replaces --size and --renditions; give one or the other");

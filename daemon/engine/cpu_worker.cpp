@@ -49,6 +49,7 @@ class CpuWorker : public Worker {
   WorkerInfo Info() const override { return WorkerInfo{}; }
 
   Status Submit(FrameRequest request) override {
+    if (request.device.enabled) return InvalidArgument("device input: the cpu worker reads host memory only");
     RETURN_IF_ERROR(ValidateRequest(request, options_));
     const SteadyTime submitted = std::chrono::steady_clock::now();
     const int slot = pool_.Acquire();

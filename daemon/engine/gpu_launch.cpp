@@ -6,6 +6,7 @@
 #include <string>
 
 #include "gpu_deinterlace.h"
+#include "gpu_narrow.h"
 #include "gpu_orient.h"
 #include "scale_plan.h"
 
@@ -69,7 +70,7 @@ bool SameShape(const FrameRequest& a, const FrameRequest& b) {
 void GpuLauncher::Issue(const std::vector<GpuSlot*>& group) {
   std::vector<GpuSlot*> live;
   for (GpuSlot* s : group) {
-    s->status = Plan(*s);
+    if (s->status.ok()) s->status = Plan(*s);  // Submit() may have failed it already
     if (s->status.ok()) s->status = Upload(*s);
     if (s->status.ok()) live.push_back(s);
   }
@@ -175,8 +176,42 @@ StatusOr<const EncodeTables*> GpuLauncher::TablesFor(int quality, int slot) {
   return entry.device.get<const EncodeTables>();
 }
 
+Status GpuLauncher::CopyFromDevice(GpuSlot& s) {
+  hipStream_t stream = streams_.upload.get();
+  RETURN_IF_ERROR(Injected(options_, "hipStreamWaitEvent(upload, decoded)", s.index));
+  RETURN_IF_ERROR(Check("hipStreamWaitEvent(upload, decoded)", s.index, hipStreamWaitEvent(stream, s.decoded.get(), 0)));
+  const FrameRequest& r = s.request;
+  const FrameView* frames[3] = {&r.frame, &r.deinterlace.prev, &r.deinterlace.next};
+  const int count = s.deinterlace_plan ? 3 : 1;
+  const FrameView& f = r.frame;
+  const PlaneGeometry g = PackedPlaneGeometry(f.format, f.width, f.height);
+  for (int k = 0; k < count; ++k) {
+    const FrameView& in = *frames[k];
+    uint8_t* dst = s.source.get<uint8_t>() + k * s.frame_bytes;
+    if (r.device.p010) {  // narrowed to 8 bits on the way, as libswscale narrows yuv420p10
+      RETURN_IF_ERROR(Injected(options_, "launch narrow", s.index));
+      const NarrowPlan plan = MakeNarrowPlan(f.width, f.height, f.EffectiveRange() == ColorRange::kFull);
+      RETURN_IF_ERROR(EnqueueNarrowP010(plan, in.plane[0], in.stride[0], in.plane[1], in.stride[1], dst, stream)
+                          .WithContext("slot " + std::to_string(s.index)));
+      continue;
+    }
+    for (int p = 0; p < 2; ++p) {  // NV12: the luma plane, then the interleaved chroma
+      RETURN_IF_ERROR(Injected(options_, "hipMemcpy2DAsync(device input)", s.index));
+      RETURN_IF_ERROR(Check("hipMemcpy2DAsync(device input)", s.index,
+                            hipMemcpy2DAsync(dst + g.offset[p], g.row_bytes[p], in.plane[p], in.stride[p],
+                                             g.row_bytes[p], g.rows[p], hipMemcpyDeviceToDevice, stream)));
+    }
+  }
+  return OkStatus();
+}
+
 Status GpuLauncher::Upload(GpuSlot& s) {
   if (s.timing_run) (void)hipEventRecord(s.upload_start.get(), streams_.upload.get());
+  if (s.device) {
+    RETURN_IF_ERROR(CopyFromDevice(s));
+    if (s.timing_run) (void)hipEventRecord(s.upload_end.get(), streams_.upload.get());
+    return Check("hipEventRecord(uploaded)", s.index, hipEventRecord(s.uploaded.get(), streams_.upload.get()));
+  }
   RETURN_IF_ERROR(Injected(options_, "hipMemcpyAsync(upload)", s.index));
   RETURN_IF_ERROR(Check("hipMemcpyAsync(upload)", s.index,
                         hipMemcpyAsync(s.source.get(), s.direct ? s.request.frame.plane[0] : s.input.get<uint8_t>(),

@@ -49,6 +49,9 @@ class GpuLauncher {
   Status Plan(GpuSlot& s);
   StatusOr<const EncodeTables*> TablesFor(int quality, int slot);
   Status Upload(GpuSlot& s);
+  // Device input (FrameRequest::device): after the decoder's copies, the surfaces into
+  // the slot's source in the packed layout (P010 narrowed), on the upload stream.
+  Status CopyFromDevice(GpuSlot& s);
   Status Launch(const std::vector<GpuSlot*>& group);
 
   const WorkerOptions& options_;

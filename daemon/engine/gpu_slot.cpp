@@ -24,6 +24,7 @@ Status GpuSlot::AllocateOutput(uint64_t band_buffer, uint64_t out_capacity) {
 
 Status GpuSlot::CreateEvents(bool stage_timing) {
   ASSIGN_OR_RETURN(uploaded, Event::Create(false, "uploaded"));
+  ASSIGN_OR_RETURN(decoded, Event::Create(false, "decoded"));
   ASSIGN_OR_RETURN(ring_copied, Event::Create(false, "ring_copied"));
   if (stage_timing) {
     ASSIGN_OR_RETURN(upload_start, Event::Create(true, "upload_start"));

@@ -36,6 +36,7 @@ constexpr int kReadbackBuffers = 2;
 struct GpuSlot {
   int index = 0;
   bool direct = false;      // upload straight from the caller's registered memory
+  bool device = false;      // copy from the caller's device memory (FrameRequest::device)
   bool input_released = false;
   PinnedBuffer input;       // the packed frame, source of the H2D copy
   PinnedBuffer band_bytes;  // mapped: each band's byte count, written by SegmentCodeKernel
@@ -50,6 +51,9 @@ struct GpuSlot {
   DeviceBuffer turned;
   DeviceBuffer out;         // every band of every rendition, at fixed offsets
   Event uploaded;
+  // Device input: recorded on the decode stream at Submit(), so the upload stream waits
+  // for the decoder's copies into the surfaces and for nothing else.
+  Event decoded;
   std::vector<Event> band_done;  // flattened over renditions
   // Timing events (created with stage timing on, recorded for timed frames only; the
   // events above never carry timing, which costs throughput):

@@ -72,6 +72,16 @@ class GpuWorker : public Worker {
   Status Init() {
     GPU_RETURN_IF_ERROR(hipSetDevice(device_), "hipSetDevice(" + std::to_string(device_) + ")");
     RETURN_IF_ERROR(streams_.Create(options_.encode_streams));
+    char bus_id[64] = {};
+    if (hipDeviceGetPCIBusId(bus_id, sizeof bus_id, device_) == hipSuccess) pci_bus_id_ = bus_id;
+#if defined(CONVEYOR_GPU_NVIDIA)
+    // FFmpeg's CUDA hwaccel queues its copies of decoded pictures here; frames submitted
+    // from them wait for it with an event (GpuSlot::decoded), never a device sync.
+    ASSIGN_OR_RETURN(decode_stream_, Stream::Create(0, "decode"));
+    decode_api_ = "cuda";
+#else
+    decode_api_ = "vaapi";  // AMD's video engines, whose frames come to host memory
+#endif
     for (GpuSlot& s : slots_) RETURN_IF_ERROR(s.CreateEvents(options_.stage_timing.on()));
     if (options_.stage_timing.on()) {
       ASSIGN_OR_RETURN(reference_, Event::Create(true, "reference"));
@@ -104,6 +114,9 @@ class GpuWorker : public Worker {
 
   Status Submit(FrameRequest request) override {
     RETURN_IF_ERROR(ValidateRequest(request, options_));
+    if (request.device.enabled && decode_stream_.get() == nullptr) {
+      return InvalidArgument("device input: " + Describe() + " takes no decoder frames");
+    }
     if (dead_.load()) return Unavailable(Describe() + " is out of service: " + dead_reason_);
     const SteadyTime submitted = std::chrono::steady_clock::now();
     in_flight_.Enter();
@@ -117,10 +130,18 @@ class GpuWorker : public Worker {
     s.frame_bytes = PackedFrameSize(f.format, f.width, f.height);
     // Deinterlacing uploads the frames before and after too, packed behind the frame in
     // the slot's pinned input (ValidateRequest checked that the three fit).
-    s.direct = ranges_->Holds(f) && !d.enabled;
-    s.input_released = !s.direct;
+    s.device = s.request.device.enabled;
+    s.direct = !s.device && ranges_->Holds(f) && !d.enabled;
+    s.input_released = !s.direct && !s.device;
     s.sequence = handover_.Enter(s.request.stream);
-    if (!s.direct) {
+    if (s.device) {
+      // The decoder's copies into these surfaces were queued on the decode stream before
+      // this call: the upload waits for them there, and `owner` keeps the surfaces
+      // until the slot's upload has completed.
+      const Status recorded =
+          Check("hipEventRecord(decoded)", s.index, hipEventRecord(s.decoded.get(), decode_stream_.get()));
+      if (!recorded.ok()) s.status = recorded;
+    } else if (!s.direct) {
       // Host copy into the slot's pinned input. The slot is free, so its last upload
       // has completed (the delivery thread observed `uploaded` before releasing it).
       CopyToPackedLayout(f, s.input.get<uint8_t>());
@@ -138,6 +159,11 @@ class GpuWorker : public Worker {
   }
 
   void Flush() override { in_flight_.WaitNone(); }
+
+  std::optional<DecodeTarget> Decoding() const override {
+    if (decode_api_.empty()) return std::nullopt;
+    return DecodeTarget{decode_api_, device_, pci_bus_id_, decode_stream_.get()};
+  }
 
   StatusOr<std::unique_ptr<HostMemoryRegistration>> RegisterHostMemory(void* data, size_t size) override {
     GPU_RETURN_IF_ERROR(hipSetDevice(device_), "hipSetDevice");
@@ -363,6 +389,9 @@ class GpuWorker : public Worker {
   }
 
   const int device_;
+  std::string pci_bus_id_;
+  std::string decode_api_;  // DecodeTarget::api
+  Stream decode_stream_;    // NVIDIA: the hardware decoder's copies; never re-created
   const WorkerOptions options_;
   const WorkerInfo info_;
   GpuStreams streams_;

@@ -41,6 +41,17 @@ Status ValidateRequest(const FrameRequest& request, const WorkerOptions& options
                            std::to_string(request.frame.height) + " exceeds this worker's limit of " +
                            std::to_string(options.max_width) + "x" + std::to_string(options.max_height));
   }
+  if (request.device.p010 && (!request.device.enabled || request.frame.format != PixelFormat::kNv12)) {
+    return InvalidArgument("device.p010: only device input narrowed to nv12 holds 16-bit samples");
+  }
+  if (request.device.enabled) {
+    const FrameView& f = request.frame;
+    const int sample = request.device.p010 ? 2 : 1;
+    const int chroma_row = 2 * ((f.width + 1) / 2) * sample;
+    if (f.format != PixelFormat::kNv12 || f.stride[0] < f.width * sample || f.stride[1] < chroma_row) {
+      return InvalidArgument("device input: only nv12 (or p010) surfaces with rows at least a frame wide are taken");
+    }
+  }
   if (request.deinterlace.enabled) {
     const FrameView &f = request.frame, &p = request.deinterlace.prev, &n = request.deinterlace.next;
     RETURN_IF_ERROR(ValidateFrame(p).WithContext("deinterlace.prev"));

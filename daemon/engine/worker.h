@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,19 @@ struct FrameRequest {
     bool top_field_first = true;  // the field of `frame` that is kept
     FrameView prev, next;
   } deinterlace;
+  // Where `frame`'s planes (and the deinterlace stage's prev and next) lie: host memory,
+  // or this GPU worker's device memory, a hardware decoder's surfaces (Worker::Decoding).
+  // Device planes are read where they are: the worker orders its device-to-device copy
+  // after every decoder copy queued on the decode stream before Submit(), with an event,
+  // and `owner` keeps the surfaces until that copy has completed. The CPU worker refuses
+  // device input.
+  struct DeviceInput {
+    bool enabled = false;
+    // The planes hold 16-bit samples with the value in the top 10 bits (P010): the upload
+    // narrows them to the 8-bit `frame.format` (NV12) as libswscale narrows yuv420p10
+    // (kernels/stage_narrow.h). Strides are in bytes, as always.
+    bool p010 = false;
+  } device;
   // The turn and mirror applied to the frame before its renditions are made (the display
   // matrix's, under autorotate): rendition sizes, and 0 x 0 as the source size, are of
   // the turned frame. The GPU worker turns the uploaded frame on the device, the CPU
@@ -225,6 +239,21 @@ struct WorkerInfo {
   bool is_gpu() const { return kind == WorkerKind::kGpu; }
 };
 
+// What a hardware decoder needs to decode into a GPU worker's device memory, so that its
+// frames reach the encode kernels without crossing PCIe.
+struct DecodeTarget {
+  // FFmpeg's hwaccel for this device: "cuda" (NVIDIA; the decoder works in the device's
+  // primary context, the one the worker's runtime uses) or "vaapi" (AMD, through the
+  // device's DRM render node; its frames are transferred to host memory).
+  std::string api;
+  int device = -1;           // the runtime's index
+  std::string pci_bus_id;    // "0000:c1:00.0", for finding the render node
+  // CUDA: the stream (a CUstream) the decoder's copies are to be queued on. Frames
+  // submitted with DeviceInput wait for what it holds at Submit(). Null for VA-API.
+  void* stream = nullptr;
+  bool device_frames() const { return stream != nullptr; }  // frames may stay on the device
+};
+
 class Worker {
  public:
   virtual ~Worker() = default;
@@ -251,6 +280,10 @@ class Worker {
   virtual StatusOr<std::unique_ptr<HostMemoryRegistration>> RegisterHostMemory(void* data, size_t size) = 0;
 
   virtual WorkerStats Stats() const = 0;
+
+  // Where a hardware decoder can decode for this worker; none for the CPU worker, and
+  // for a GPU whose video engines the build cannot reach.
+  virtual std::optional<DecodeTarget> Decoding() const { return std::nullopt; }
 };
 
 std::unique_ptr<Worker> MakeCpuWorker(const WorkerOptions& options);

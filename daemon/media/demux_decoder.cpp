@@ -54,7 +54,26 @@ StatusOr<std::unique_ptr<ContainerDecoder>> ContainerDecoder::Open(ByteQueue* in
   DemuxErrorCapture capture(&d->demux_errors_);
   RETURN_IF_ERROR(d->OpenInput());
   RETURN_IF_ERROR(d->OpenVideoDecoder());
+  if (d->hw_offered_) RETURN_IF_ERROR(d->SettleHardware());
   return d;
+}
+
+Status ContainerDecoder::OpenCodec(const AVCodec* decoder, const AVStream* st, bool hardware) {
+  codec_.reset();
+  CodecContextPtr ctx(avcodec_alloc_context3(decoder));
+  if (!ctx) return ResourceExhausted("avcodec_alloc_context3: out of memory");
+  int err = avcodec_parameters_to_context(ctx.get(), st->codecpar);
+  if (err < 0) return FfmpegError(err, "avcodec_parameters_to_context");
+  ctx->pkt_timebase = st->time_base;
+  ctx->thread_count = options_.threads;
+  ctx->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
+  if (options_.max_pixels > 0) ctx->max_pixels = options_.max_pixels;  // also bounds size changes mid-stream
+  if (hardware) RETURN_IF_ERROR(AttachHwDevice(ctx.get(), *options_.hw_device, &hw_state_));
+  err = avcodec_open2(ctx.get(), decoder, nullptr);
+  if (err < 0) return FfmpegError(err, (std::string("avcodec_open2(") + decoder->name + ")").c_str());
+  codec_ = std::move(ctx);
+  hw_offered_ = hardware;
+  return OkStatus();
 }
 
 int ContainerDecoder::ReadCallback(void* opaque, uint8_t* buf, int size) {
@@ -313,17 +332,8 @@ Status ContainerDecoder::OpenVideoDecoder() {
                   "no decoder for video codec " + CodecName(id) + " in this FFmpeg");
   }
 
-  CodecContextPtr ctx(avcodec_alloc_context3(decoder));
-  if (!ctx) return ResourceExhausted("avcodec_alloc_context3: out of memory");
-  int err = avcodec_parameters_to_context(ctx.get(), st->codecpar);
-  if (err < 0) return FfmpegError(err, "avcodec_parameters_to_context");
-  ctx->pkt_timebase = st->time_base;
-  ctx->thread_count = options_.threads;
-  ctx->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
-  if (options_.max_pixels > 0) ctx->max_pixels = options_.max_pixels;  // also bounds size changes mid-stream
-  err = avcodec_open2(ctx.get(), decoder, nullptr);
-  if (err < 0) return FfmpegError(err, (std::string("avcodec_open2(") + decoder->name + ")").c_str());
-  codec_ = std::move(ctx);
+  ASSIGN_OR_RETURN(const bool hardware, OfferHardware(decoder));
+  RETURN_IF_ERROR(OpenCodec(decoder, st, hardware));
 
   size_t matrix_size = 0;
   const uint8_t* matrix = av_stream_get_side_data(st, AV_PKT_DATA_DISPLAYMATRIX, &matrix_size);
@@ -465,6 +475,11 @@ Status ContainerDecoder::FeedDecoder() {
         ++damage_.decode_errors;
         Remember("video packet " + std::to_string(video_packets_ - 1) + " is corrupt");
       }
+      if (keep_sent_ != nullptr) {  // SettleHardware may send them again to a software decoder
+        PacketPtr copy(av_packet_clone(pkt));
+        if (!copy) return ResourceExhausted("av_packet_clone: out of memory");
+        keep_sent_->push_back(std::move(copy));
+      }
       err = avcodec_send_packet(codec_.get(), pkt);
       av_packet_unref(pkt);
       if (err < 0) {
@@ -474,7 +489,16 @@ Status ContainerDecoder::FeedDecoder() {
       return OkStatus();
     }
     Status sunk;
-    if (audio_ && pkt->stream_index == audio_->index && audio_sink_) sunk = audio_sink_(*pkt);
+    if (audio_ && pkt->stream_index == audio_->index) {
+      if (audio_sink_) {
+        sunk = FlushPendingAudio();
+        if (sunk.ok()) sunk = audio_sink_(*pkt);
+      } else if (pending_audio_.size() < kMaxPendingAudio) {
+        // Read before the sink was set (SettleHardware reads while Open runs): kept for it.
+        PacketPtr copy(av_packet_clone(pkt));
+        if (copy) pending_audio_.push_back(std::move(copy));
+      }
+    }
     av_packet_unref(pkt);
     RETURN_IF_ERROR(sunk);
   }
@@ -502,11 +526,15 @@ StatusOr<bool> ContainerDecoder::Next(DecodedFrame* out) {
   if (!out->frame) {
     ASSIGN_OR_RETURN(out->frame, AllocFrame());
   }
+  if (audio_sink_) RETURN_IF_ERROR(FlushPendingAudio());
   for (;;) {
     if (finished_) return false;
     const int err = avcodec_receive_frame(codec_.get(), out->frame.get());
     if (err >= 0) {
       receive_errors_in_a_row_ = 0;
+      if (out->frame->hw_frames_ctx != nullptr && options_.hw_frames == DecodedFrames::kHost) {
+        ASSIGN_OR_RETURN(out->frame, TransferToHost(*out->frame));
+      }
       FillFrame(out);
       const AVFrame* f = out->frame.get();
       if (f->decode_error_flags != 0 || (f->flags & AV_FRAME_FLAG_CORRUPT) != 0) {

@@ -16,6 +16,7 @@
 #include "display_orientation.h"
 #include "ffmpeg_handles.h"
 #include "frame_convert.h"
+#include "hw_decode.h"
 #include "input_spool.h"
 #include "mp4_box_scanner.h"
 #include "status.h"
@@ -72,6 +73,15 @@ struct DecoderOptions {
   // is refused with kMoovAtEndAdvice).
   std::string spool_directory = "/var/tmp";
   uint64_t spool_bytes = 0;
+  // Hardware decoding (hw_decode.h): the device the video decoder is offered. FFmpeg
+  // takes it for a stream its hwaccel supports; otherwise the stream decodes on the CPU
+  // and VideoStreamInfo::decode_note says why, unless `hw_required`: then the input is
+  // refused (FAILED_PRECONDITION).
+  std::shared_ptr<HwDecodeDevice> hw_device;
+  bool hw_required = false;
+  // kDevice: frames stay in device memory (DecodedFrame::frame a hardware frame); kHost:
+  // each is transferred to host memory (NV12 or P010) before Next() returns it.
+  DecodedFrames hw_frames = DecodedFrames::kDevice;
 };
 
 // What a damaged input cost, as far as the decoder could tell (strict off).
@@ -104,6 +114,11 @@ struct VideoStreamInfo {
   Orientation orientation;
   bool odd_rotation = false;
   AVFieldOrder field_order = AV_FIELD_UNKNOWN;  // as the container or codec says
+  // The video engines decode it (DecoderOptions::hw_device), through FFmpeg's `hw_api`
+  // hwaccel ("cuda", "vaapi"); decode_note: why the CPU does, when a device was offered.
+  bool hw_decoding = false;
+  std::string hw_api;
+  std::string decode_note;
 };
 
 struct AudioStreamInfo {
@@ -167,6 +182,14 @@ class ContainerDecoder {
   Status OpenInput();
   Status CheckPictureSizes() const;
   Status OpenVideoDecoder();
+  Status OpenCodec(const AVCodec* decoder, const AVStream* st, bool hardware);
+  // demux_decoder_hw.cpp: whether to offer the device to `decoder` (an error when it is
+  // required and the decoder cannot take it), and, once offered, feeding packets until
+  // FFmpeg has taken or refused it; on a refusal the decoder is opened again in software
+  // and the packets are sent again.
+  StatusOr<bool> OfferHardware(const AVCodec* decoder);
+  Status SettleHardware();
+  Status FlushPendingAudio();
   Status FeedDecoder();
   Status Drain();
   Status CheckWholeInput(bool error_at_end);
@@ -205,6 +228,12 @@ class ContainerDecoder {
   InputFormatPtr format_;
   CodecContextPtr codec_;
   PacketPtr packet_;
+  const AVCodec* video_codec_ = nullptr;  // the video decoder, to open again in software
+  bool hw_offered_ = false;
+  HwDecodeState hw_state_;  // the codec context's opaque while the device is offered
+  std::vector<PacketPtr>* keep_sent_ = nullptr;  // SettleHardware: video packets sent, kept
+  static constexpr size_t kMaxPendingAudio = 1024;
+  std::vector<PacketPtr> pending_audio_;  // audio read before SetAudioSink
 
   VideoStreamInfo video_;
   std::optional<AudioStreamInfo> audio_;

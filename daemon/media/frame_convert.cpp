@@ -5,6 +5,8 @@
 #include <cstring>
 #include <string>
 
+#include "narrow_cpu.h"
+
 extern "C" {
 #include <libavutil/opt.h>
 #include <libavutil/pixdesc.h>
@@ -152,6 +154,7 @@ std::optional<PixelFormat> PassThroughFormat(AVPixelFormat f) {
 
 StatusOr<PixelFormat> EncoderFormatFor(AVPixelFormat f) {
   if (auto direct = PassThroughFormat(f)) return *direct;
+  if (f == AV_PIX_FMT_P010) return PixelFormat::kNv12;  // a hardware decoder's 10-bit surface, narrowed
   const AVPixFmtDescriptor* desc = av_pix_fmt_desc_get(f);
   if (desc == nullptr) return InvalidArgument("unknown pixel format " + FormatName(f));
   if ((desc->flags & AV_PIX_FMT_FLAG_HWACCEL) != 0) {
@@ -244,8 +247,6 @@ StatusOr<ConvertedFrame> FrameConverter::Convert(const AVFrame& frame, uint8_t* 
     owned_.resize(need + 64);
     dst = owned_.data();
   }
-  RETURN_IF_ERROR(Prepare(Key{frame.width, frame.height, src_format, target, color.matrix, color.range}));
-
   const PlaneGeometry geo = PackedPlaneGeometry(target, frame.width, frame.height);
   uint8_t* dst_planes[4] = {nullptr, nullptr, nullptr, nullptr};
   int dst_strides[4] = {0, 0, 0, 0};
@@ -256,6 +257,15 @@ StatusOr<ConvertedFrame> FrameConverter::Convert(const AVFrame& frame, uint8_t* 
     out.view.plane[i] = dst_planes[i];
     out.view.stride[i] = geo.row_bytes[i];
   }
+  if (src_format == AV_PIX_FMT_P010) {
+    // A hardware decoder's surface in host memory: narrowed as libswscale narrows the
+    // same picture decoded on the CPU (yuv420p10), so both decoders give the same bytes.
+    NarrowP010ToNv12(frame.data[0], frame.linesize[0], frame.data[1], frame.linesize[1], frame.width, frame.height,
+                     color.range == ColorRange::kFull, dst);
+    RETURN_IF_ERROR(ValidateFrame(out.view));
+    return out;
+  }
+  RETURN_IF_ERROR(Prepare(Key{frame.width, frame.height, src_format, target, color.matrix, color.range}));
   const int rows =
       sws_scale(sws_.get(), frame.data, frame.linesize, 0, frame.height, dst_planes, dst_strides);
   if (rows < 0) return FfmpegError(rows, "sws_scale");

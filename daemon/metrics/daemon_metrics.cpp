@@ -138,6 +138,26 @@ StatusOr<DaemonMetrics> DaemonMetrics::Create(Registry& r, const BuildInfo& buil
                                        "time runs of 64 consecutive frames, one run a second at most.",
                                        {"stage", "device"}),
                                   kStageBuckets));
+  ASSIGN_OR_RETURN(HistogramFamily * decode_duration,
+                   r.AddHistogram(Spec("conveyor_decode_duration_seconds",
+                                       "Time the video decoder took to deliver one frame of container input, "
+                                       "by where it decodes: gpu (the video engines, through FFmpeg's hwaccel) "
+                                       "or cpu. _count is frames decoded, _sum the decoders' busy time.",
+                                       {"decoder"}),
+                                  kStageBuckets));
+  ASSIGN_OR_RETURN(CounterFamily * decode_sessions,
+                   r.AddCounter(Spec("conveyor_decode_sessions_total",
+                                     "Container-input sessions by where their video was decoded: gpu or cpu.",
+                                     {"decoder"})));
+  for (DecoderKind k : {DecoderKind::kCpu, DecoderKind::kGpu}) {
+    ASSIGN_OR_RETURN(m.decode_duration_[static_cast<size_t>(k)], decode_duration->WithLabels({DecoderKindName(k)}));
+    ASSIGN_OR_RETURN(m.decode_sessions_[static_cast<size_t>(k)], decode_sessions->WithLabels({DecoderKindName(k)}));
+  }
+  ASSIGN_OR_RETURN(m.decoder_surfaces_,
+                   r.AddCallbackGauge(Spec("conveyor_decoder_surface_bytes",
+                                           "Device memory of hardware-decoded surfaces that frames on their way "
+                                           "to the device's encoder hold.",
+                                           {"device"})));
   ASSIGN_OR_RETURN(m.frame_latency_,
                    r.AddHistogram(Spec("conveyor_frame_latency_seconds",
                                        "Time from a frame entering the worker queue to its JPEG "
@@ -237,6 +257,12 @@ StatusOr<ScopedCallback> DaemonMetrics::BindSessionsActive(std::function<double(
 
 StatusOr<ScopedCallback> DaemonMetrics::BindHeapInUse(std::function<double()> fn) {
   return heap_in_use_->Bind({}, std::move(fn));
+}
+
+const char* DaemonMetrics::DecoderKindName(DecoderKind k) { return k == DecoderKind::kGpu ? "gpu" : "cpu"; }
+
+StatusOr<ScopedCallback> DaemonMetrics::BindDecoderSurfaces(const std::string& device, std::function<double()> fn) {
+  return decoder_surfaces_->Bind({device}, std::move(fn));
 }
 
 StatusOr<ScopedCallback> DaemonMetrics::BindInputSpool(std::function<double()> fn) {

@@ -85,6 +85,14 @@ class DaemonMetrics {
   StatusOr<Counter*> InputsTruncated(const std::string& codec);
   static constexpr size_t kMaxCodecsPerFamily = 32;
 
+  // Container input by where its video is decoded (DecoderKind): each frame's decode
+  // time (conveyor_decode_duration_seconds: _count is frames decoded, _sum the decoder's
+  // busy time), and the sessions that decoded there.
+  enum class DecoderKind { kCpu, kGpu };
+  static const char* DecoderKindName(DecoderKind k);
+  Histogram& DecodeDuration(DecoderKind k) const { return *decode_duration_[static_cast<size_t>(k)]; }
+  Counter& DecodeSessions(DecoderKind k) const { return *decode_sessions_[static_cast<size_t>(k)]; }
+
   // Scrape-time gauges. Keep the returned bindings alive exactly as long as what the
   // functions read (the session manager, the scheduler).
   StatusOr<ScopedCallback> BindSessionsActive(std::function<double()> fn);
@@ -96,6 +104,9 @@ class DaemonMetrics {
   // Page-locked host memory for assembling raw frames from messages; `state`: "in_use"
   // (running sessions' rings) or "idle" (rings kept for the next sessions).
   StatusOr<ScopedCallback> BindPinnedInput(const std::string& state, std::function<double()> fn);
+  // Device memory of decoded surfaces that frames on their way to the device's encoder
+  // hold (hardware decoding with device frames).
+  StatusOr<ScopedCallback> BindDecoderSurfaces(const std::string& device, std::function<double()> fn);
   // `fn`: frames waiting for the device's worker.
   StatusOr<ScopedCallback> BindQueueDepth(const std::string& device, std::function<double()> fn);
 
@@ -120,6 +131,9 @@ class DaemonMetrics {
   CallbackGaugeFamily* heap_in_use_ = nullptr;
   CallbackGaugeFamily* heap_free_ = nullptr;
   CallbackGaugeFamily* input_spool_ = nullptr;
+  CallbackGaugeFamily* decoder_surfaces_ = nullptr;
+  std::array<Histogram*, 2> decode_duration_{};
+  std::array<Counter*, 2> decode_sessions_{};
   CallbackGaugeFamily* pinned_input_ = nullptr;
   CallbackGaugeFamily* queue_depth_ = nullptr;
   GaugeFamily* pinned_allocated_ = nullptr;

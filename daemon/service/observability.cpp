@@ -57,6 +57,14 @@ Status Observability::Serve(const std::string& listen, SessionManager* sessions,
     return static_cast<double>(sessions->assembly_rings().idle_bytes());
   }));
   bindings_.push_back(std::move(pinned_idle));
+  for (int i = 0; i < static_cast<int>(context_.device_labels.size()); ++i) {
+    if (context_.device_labels[i] == "cpu") continue;
+    ASSIGN_OR_RETURN(metrics::ScopedCallback surfaces,
+                     daemon_->BindDecoderSurfaces(context_.device_labels[i], [sessions, i] {
+                       return static_cast<double>(sessions->decode_devices().HeldSurfaceBytes(i));
+                     }));
+    bindings_.push_back(std::move(surfaces));
+  }
   if (listen.empty()) return OkStatus();
   metrics::HttpEndpoint::Hooks hooks;
   hooks.registry = &registry_;

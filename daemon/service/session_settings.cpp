@@ -18,6 +18,12 @@ SessionOptions SessionOptionsFromConfig(const config::DaemonConfig& c) {
   // Validate() accepts only the names ParseUntaggedMatrix knows.
   so.untagged_matrix = media::ParseUntaggedMatrix(c.untagged_matrix).value_or(media::UntaggedMatrix::kBt601);
   so.pinned_input_bytes = c.pinned_input_bytes;
+  // Validate() accepts only the names these parse.
+  StatusOr<media::DecodeMode> mode = media::ParseDecodeMode(c.decode_mode);
+  so.decode = mode.ok() ? *mode : media::DecodeMode::kAuto;
+  so.vaapi_device = c.vaapi_device;
+  StatusOr<media::DecodedFrames> frames = media::ParseDecodedFrames(c.decode_frames);
+  so.decoded_frames = frames.ok() ? *frames : media::DecodedFrames::kDevice;
   return so;
 }
 

@@ -163,6 +163,16 @@ StatusOr<Job> ParseJobSpec(const v1::JobSpec& spec, const JobLimits& limits) {
     case v1::DEINTERLACE_OFF: job.deinterlace = Job::Deinterlace::kOff; break;
     default: return InvalidArgument("spec.deinterlace: unknown value " + std::to_string(spec.deinterlace()));
   }
+  switch (spec.decode()) {
+    case v1::DECODE_UNSPECIFIED: break;
+    case v1::DECODE_AUTO: job.decode = media::DecodeMode::kAuto; break;
+    case v1::DECODE_GPU: job.decode = media::DecodeMode::kGpu; break;
+    case v1::DECODE_CPU: job.decode = media::DecodeMode::kCpu; break;
+    default: return InvalidArgument("spec.decode: unknown value " + std::to_string(spec.decode()));
+  }
+  if (!job.container_input && job.decode && *job.decode == media::DecodeMode::kGpu) {
+    return InvalidArgument("spec.decode: DECODE_GPU needs container input (raw frames are decoded already)");
+  }
   if (!job.container_input && job.deinterlace == Job::Deinterlace::kOn) {
     return InvalidArgument("spec.deinterlace: DEINTERLACE_ON needs container input (raw frames carry no fields)");
   }

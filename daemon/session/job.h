@@ -4,11 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "conveyor/v1/transcoder.pb.h"
 #include "frame.h"
+#include "hw_decode.h"
 #include "muxer.h"
 #include "status.h"
 #include "worker.h"
@@ -50,6 +52,7 @@ struct Job {
   bool audio = false;
   bool autorotate = true;  // JobSpec.autorotate (absent: true)
   enum class Deinterlace { kAuto, kOn, kOff } deinterlace = Deinterlace::kAuto;  // JobSpec.deinterlace
+  std::optional<media::DecodeMode> decode;  // JobSpec.decode; none: the daemon's decode.mode
   std::string label;
 
   size_t RawFrameBytes() const { return PackedFrameSize(raw_format, raw_width, raw_height); }

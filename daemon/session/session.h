@@ -27,6 +27,7 @@
 #include "display_orientation.h"
 #include "frame_assembly_ring.h"
 #include "frame_convert.h"
+#include "hw_decode.h"
 #include "job.h"
 #include "muxer.h"
 #include "scheduler.h"
@@ -74,6 +75,12 @@ struct SessionOptions {
   std::string spool_directory = "/var/tmp";  // where inputs that need seeking are spooled
   uint64_t spool_bytes = 4ull << 30;         // per session; 0: no spool
   media::UntaggedMatrix untagged_matrix = media::UntaggedMatrix::kBt601;  // container input without a matrix
+  // decode.mode: where container input decodes, unless the job says (JobSpec.decode);
+  // decode.frames: where hardware-decoded frames go to the encoder (device memory where
+  // the device allows, or host memory: media::DecodedFrames).
+  media::DecodeMode decode = media::DecodeMode::kAuto;
+  media::DecodedFrames decoded_frames = media::DecodedFrames::kDevice;
+  std::string vaapi_device;  // decode.vaapi_device: "" finds the GPU's render node
   size_t message_bytes = 1 << 20;   // largest data field in one response
   const SessionMetricsContext* metrics = nullptr;  // none: count nothing
   // Registered memory for frames that arrive in frame_chunk messages, across sessions
@@ -112,6 +119,10 @@ class Session : public std::enable_shared_from_this<Session> {
   // attaches, and the key that names this session there. Set once, before Start();
   // Started carries them.
   void EnableSharedMemory(std::string attach_socket, std::string attach_key);
+  // The video engines of the session's worker (SessionManager opens one device per GPU
+  // worker), or none and why (`why_none`, for a job that asks for them). Set once,
+  // before Start().
+  void SetDecodeDevice(std::shared_ptr<media::HwDecodeDevice> device, std::string why_none);
   const std::string& attach_key() const { return attach_key_; }
   // The attach, once per session: `input_fd` is the client's memfd of frame slots (-1:
   // none came; the caller keeps and closes it). Returns the descriptor of the JPEG slots
@@ -221,6 +232,12 @@ class Session : public std::enable_shared_from_this<Session> {
   bool request_answered_ = true;
   std::atomic<uint64_t> read_requests_{0}, spooled_bytes_{0};
   std::atomic<uint64_t> frames_deinterlaced_{0};
+  // Hardware decoding: the worker's device (null: none, for `decode_unavailable_`), and
+  // what the decoder turned out to be, for Started.
+  std::shared_ptr<media::HwDecodeDevice> decode_device_;
+  std::string decode_unavailable_;
+  std::string decoder_, decoder_api_, decoder_name_;
+  FrameRequest::DeviceInput device_input_;  // of every frame the session submits
   // Raw input: frames assembled from chunks by the reactor, or in shared-memory slots.
   struct RawFrame {
     const uint8_t* data = nullptr;

@@ -92,8 +92,27 @@ StatusOr<bool> Session::TryPushContainerBytes(std::vector<uint8_t>& chunk) {
   return true;
 }
 
+void Session::SetDecodeDevice(std::shared_ptr<media::HwDecodeDevice> device, std::string why_none) {
+  decode_device_ = std::move(device);
+  decode_unavailable_ = std::move(why_none);
+}
+
 Status Session::RunContainer() {
   media::DecoderOptions o;
+  const media::DecodeMode mode = job_.decode.value_or(options_.decode);
+  if (mode != media::DecodeMode::kCpu) {
+    if (decode_device_) {
+      o.hw_device = decode_device_;
+      o.hw_required = mode == media::DecodeMode::kGpu;
+      o.hw_frames = decode_device_->device_frames() ? options_.decoded_frames : media::DecodedFrames::kHost;
+    } else if (mode == media::DecodeMode::kGpu) {
+      return FailedPrecondition("decode: gpu: " + (decode_unavailable_.empty()
+                                                       ? worker_name_ + " has no video engines to decode on"
+                                                       : decode_unavailable_));
+    } else if (worker_.is_gpu() && !decode_unavailable_.empty()) {
+      notes_.push_back("decode: the CPU decodes: " + decode_unavailable_);
+    }
+  }
   o.format = job_.format_hint;
   o.threads = options_.decode_threads;
   o.untagged_matrix = options_.untagged_matrix;
@@ -127,6 +146,11 @@ Status Session::RunContainer() {
   std::unique_ptr<media::ContainerDecoder> decoder = std::move(opened).value();
   const media::VideoStreamInfo& v = decoder->video();
   meter_.SetCodec(v.codec);
+  meter_.SetDecoder(v.hw_decoding);
+  decoder_ = v.hw_decoding ? "gpu" : "cpu";
+  decoder_api_ = v.hw_decoding ? v.hw_api : "";
+  decoder_name_ = v.decoder;
+  if (!v.decode_note.empty()) notes_.push_back("decode: the CPU decodes: " + v.decode_note);
   const media::AudioStreamInfo* audio = decoder->audio();
   if (job_.audio && audio == nullptr) {
     notes_.push_back("audio_passthrough: the input has no audio stream; the output has video only");
@@ -196,7 +220,17 @@ Status Session::RunContainer() {
     meter_.Decoded(decode_seconds);
     std::shared_ptr<void> keepalive;
     StatusOr<media::ConvertedFrame> converted = Status();
-    if (media::PassThroughFormat(f.format)) {
+    if (f.frame->hw_frames_ctx != nullptr) {
+      // A surface in the worker's device memory: the worker copies it device to device.
+      StatusOr<media::DeviceFrameView> surface = media::ViewOfDeviceFrame(*f.frame, options_.untagged_matrix);
+      if (!surface.ok()) return AsInputError(surface.status());
+      device_input_.enabled = true;
+      device_input_.p010 = surface->p010;
+      media::ConvertedFrame c;
+      c.view = surface->view;
+      converted = c;
+      keepalive = std::make_shared<media::DeviceFrameOwner>(decode_device_, std::move(f.frame));
+    } else if (media::PassThroughFormat(f.format)) {
       std::shared_ptr<AVFrame> ref(av_frame_clone(f.frame.get()), [](AVFrame* p) { av_frame_free(&p); });
       if (!ref) return ResourceExhausted("av_frame_clone: out of memory");
       converted = converter.Convert(*ref);

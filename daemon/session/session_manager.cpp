@@ -24,6 +24,7 @@ std::string NewSessionId() {
 
 SessionManager::SessionManager(Scheduler* scheduler, SessionOptions options, SessionLimits limits)
     : scheduler_(scheduler),
+      decode_devices_(scheduler),
       options_(options),
       pinned_input_(std::make_shared<AssemblyRingPool>(options.pinned_input_bytes)),
       limits_(limits) {
@@ -89,7 +90,11 @@ StatusOr<std::shared_ptr<Session>> SessionManager::Create(const v1::JobSpec& spe
                   ResourceExhausted("session limit reached (" + std::to_string(limits_.max_sessions) + " active)"));
   }
   if (counted != nullptr) counted->SessionsStarted().Inc();
+  // Container input that may decode on the video engines opens the worker's device.
+  const bool session_job_decodes =
+      job.container_input && job.decode.value_or(options.decode) != media::DecodeMode::kCpu;
   std::shared_ptr<Lane> lane = scheduler_->Attach(options.queue_frames);
+  const int lane_index = lane->worker_index();
   const WorkerSlot& w = scheduler_->worker(lane->worker_index());
   // A GPU worker uploads frames assembled in registered memory without copying them
   // first; the CPU worker reads any memory in place, so it gains nothing from it.
@@ -98,6 +103,10 @@ StatusOr<std::shared_ptr<Session>> SessionManager::Create(const v1::JobSpec& spe
   auto session = std::make_shared<Session>(id, std::move(owner), std::move(job), options, std::move(lane),
                                            w.worker->Describe(), w.info);
   if (!attach_key.empty()) session->EnableSharedMemory(shared_memory_socket, std::move(attach_key));
+  if (session_job_decodes) {
+    DecodeDevices::Device d = decode_devices_.For(lane_index, options.vaapi_device);
+    session->SetDecodeDevice(std::move(d.device), std::move(d.why_none));
+  }
   sessions_.emplace(id, session);
   ++created_;
   spdlog::info("session {}: started on {}{}{}", id, w.worker->Describe(), session->label().empty() ? "" : ", label ",

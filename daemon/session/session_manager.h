@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "decode_devices.h"
 #include "scheduler.h"
 #include "session.h"
 
@@ -63,6 +64,7 @@ class SessionManager {
   // Waits until no session is left or the timeout passes; true when none is left.
   bool WaitUntilIdle(double timeout_s);
   Scheduler& scheduler() { return *scheduler_; }
+  const DecodeDevices& decode_devices() const { return decode_devices_; }
   // Registered memory for assembling frames (assembly_ring_pool.h): the rings sessions
   // (or their frames still with a worker) hold, and the idle ones kept for the next.
   AssemblyRingPool& assembly_rings() { return *pinned_input_; }
@@ -74,6 +76,7 @@ class SessionManager {
   bool SchedulerBusy() const;
 
   Scheduler* const scheduler_;
+  DecodeDevices decode_devices_;  // the GPU workers' video engines, opened at first need
   mutable std::mutex mu_;
   SessionOptions options_;  // guarded by mu_
   // Registered memory for frames assembled from messages, across sessions; its size

@@ -65,8 +65,15 @@ void SessionMeter::BytesOut(size_t n) const {
   if (device_ != nullptr) device_->bytes_out->Inc(n);
 }
 
+void SessionMeter::SetDecoder(bool gpu) {
+  if (daemon_ == nullptr) return;
+  decoder_ = gpu ? metrics::DaemonMetrics::DecoderKind::kGpu : metrics::DaemonMetrics::DecoderKind::kCpu;
+  daemon_->DecodeSessions(*decoder_).Inc();
+}
+
 void SessionMeter::Decoded(double seconds) const {
   if (device_ != nullptr) device_->stage(metrics::Stage::kDecode).Observe(seconds);
+  if (daemon_ != nullptr && decoder_) daemon_->DecodeDuration(*decoder_).Observe(seconds);
 }
 
 void SessionMeter::Muxed(double seconds) const {

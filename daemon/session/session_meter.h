@@ -3,6 +3,7 @@
 // handles are looked up once when the session's output begins; counting is atomic adds.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ class SessionMeter {
   void BytesIn(size_t n) const;
   void FrameIn() const;
   void BytesOut(size_t n) const;
+  // Container input: where the video decodes (the video engines or the CPU), once the
+  // decoder is open; each frame's decode time then counts under that decoder too.
+  void SetDecoder(bool gpu);
   void Decoded(double seconds) const;
   void Muxed(double seconds) const;
   // A frame the worker finished: frames out per rendition, the latency and the worker's
@@ -52,6 +56,7 @@ class SessionMeter {
   metrics::Counter* frames_dropped_ = nullptr;
   metrics::Counter* inputs_truncated_ = nullptr;
   bool gpu_worker_ = false;
+  std::optional<metrics::DaemonMetrics::DecoderKind> decoder_;
 };
 
 }  // namespace conveyor

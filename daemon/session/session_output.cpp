@@ -50,6 +50,9 @@ Status Session::BeginOutput(int width, int height, int rate_num, int rate_den, i
   started->set_rotation_degrees(display.rotation_degrees);
   if (codec != "rawvideo") started->set_exif_orientation(static_cast<uint32_t>(ExifOrientation(display.orientation)));
   started->set_autorotated(turned);
+  started->set_decoder(decoder_);
+  started->set_decoder_api(decoder_api_);
+  started->set_decoder_name(decoder_name_);
   for (const std::string& note : notes_) started->add_notes(note);
   if (job_.output_shared_slots > 0) {
     std::vector<std::pair<int, int>> sizes;
@@ -129,6 +132,7 @@ Status Session::SubmitFrame(const FrameView& view, int64_t pts, std::shared_ptr<
   request.stream = reinterpret_cast<uintptr_t>(this);
   request.on_done = [self = shared_from_this(), pts](FrameResult&& r) { self->OnFrameDone(pts, std::move(r)); };
   request.owner = std::move(keepalive);  // the CPU worker encodes from it, the GPU worker copies
+  request.device = device_input_;
   request.on_input_released = std::move(on_input_released);
   Status s = lane_->Submit(std::move(request));
   if (!s.ok()) {

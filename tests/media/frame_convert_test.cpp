@@ -54,7 +54,7 @@ TEST(FrameConvert, OtherFormatsConvertToTheNearestEncoderFormat) {
       {AV_PIX_FMT_YUV420P10LE, PixelFormat::kYuv420p}, {AV_PIX_FMT_YUV422P10LE, PixelFormat::kYuv422p},
       {AV_PIX_FMT_YUV444P12LE, PixelFormat::kYuv444p}, {AV_PIX_FMT_YUVA420P, PixelFormat::kYuv420p},
       {AV_PIX_FMT_YUV411P, PixelFormat::kYuv422p},     {AV_PIX_FMT_YUVJ440P, PixelFormat::kYuv420p},
-      {AV_PIX_FMT_NV21, PixelFormat::kYuv420p},        {AV_PIX_FMT_P010LE, PixelFormat::kYuv420p},
+      {AV_PIX_FMT_NV21, PixelFormat::kYuv420p},        {AV_PIX_FMT_P010LE, PixelFormat::kNv12},  // narrowed (hw_decode_test)
       {AV_PIX_FMT_GRAY8, PixelFormat::kYuv420p},       {AV_PIX_FMT_GBRP, PixelFormat::kRgb24},
       {AV_PIX_FMT_RGB48LE, PixelFormat::kRgb24},       {AV_PIX_FMT_PAL8, PixelFormat::kRgb24},
   };

@@ -5,8 +5,11 @@
 // conveyor-bench-libav-mjpeg (the CLI's pipeline on libav* alone) on a host without it.
 // Container input goes as chunks, or with --seekable as ContainerRange runs answering the
 // daemon's ReadRequests (seekable_input.h); the bytes sent, the requests and the bytes the
-// daemon spooled are printed too. A separate binary from conveyor-bench, which must stay
-// free of gRPC so that it runs on the GPU host as built.
+// daemon spooled are printed too. --decode sets where the daemon decodes, and each run
+// prints where the sessions said it did (Started.decoder); --decode-reference first runs
+// conveyor-bench-libav-decode, the decoder alone at the same concurrency, as a ceiling. A
+// separate binary from conveyor-bench, which must stay free of gRPC so that it runs on the
+// GPU host as built.
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -16,13 +19,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
-#include <functional>
 #include <iterator>
-#include <mutex>
+#include <map>
 #include <numeric>
-#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -32,34 +32,14 @@
 #include <grpcpp/grpcpp.h>
 
 #include "conveyor/v1/transcoder.grpc.pb.h"
+#include "daemon_session.h"
 #include "reference_runs.h"
-#include "seekable_input.h"
-#include "shared_frames_client.h"
 #include "test_process.h"
 
 namespace conveyor::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-struct Options {
-  std::string conveyord;
-  std::vector<std::string> daemon_args;
-  std::string input;
-  int sessions = 2;
-  int quality = 85;
-  std::string raw_size;  // WxH: stream raw yuv420p frames decoded by ffmpeg (latency mode)
-  std::string raw_file;  // raw: frames already decoded (a host without ffmpeg, e.g. the GPU host)
-  bool lockstep = false;  // raw: one frame in flight per session (gRPC overhead)
-  int shared_memory_slots = 0;  // raw: frames through shared memory instead of messages
-  int shared_output_slots = 0;  // JPEGs through the daemon's shared memory instead of messages
-  std::string container;        // mkv | mov | avi: one muxed stream back instead of JPEG frames
-  bool seekable = false;        // container input as ContainerRange runs, answering ReadRequests
-  size_t chunk_bytes = size_t{1} << 20;  // container input's bytes a message (chunk or range)
-  int ffmpeg_threads = 0;
-  std::string reference = "auto";  // auto | ffmpeg | libav | none
-  std::string reference_bin;       // libav: the conveyor-bench-libav-mjpeg binary
-};
 
 // Which program the reference numbers come from; printed with them.
 enum class Reference { kNone, kFfmpegCli, kLibav };
@@ -89,222 +69,8 @@ double Percentile(std::vector<double> v, double p) {
   return v[std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5))];
 }
 
-struct SessionResult {
-  grpc::Status status;
-  uint64_t frames = 0, bytes = 0;
-  uint64_t shared_jpegs = 0;  // JPEGs that came in the daemon's shared-memory slots
-  double first_frame_s = 0;
-  double encode_s = 0;  // the Summary's encode stage
-  double queue_s = 0, handover_s = 0;  // its queue (worker's queue) and handover stages
-  std::vector<double> latencies;  // raw mode: last chunk (or SharedFrame) sent -> frame received
-  uint64_t bytes_sent = 0;        // input bytes this client wrote (every range run included)
-  uint64_t read_requests = 0, spooled_bytes = 0;  // the Summary's
-  std::string failure;            // the client's side, when it gave up
-};
-
-
-SessionResult RunSession(v1::Transcoder::Stub* stub, const Options& o, const std::vector<uint8_t>& input,
-                         int raw_w, int raw_h) {
-  SessionResult res;
-  grpc::ClientContext ctx;
-  std::unique_ptr<Stream> stream = stub->Transcode(&ctx);
-  const size_t frame_bytes = static_cast<size_t>(raw_w) * raw_h * 3 / 2;
-  std::mutex mu;
-  std::vector<Clock::time_point> sent;  // raw: when frame i's last chunk went out
-  std::atomic<uint64_t> received{0};
-  e2e::SharedSlotTracker shm;  // shared memory: Started, the released and the filled slots
-  std::unique_ptr<e2e::SharedJpegSlotsView> jpeg_memory;
-  std::atomic<const e2e::SharedJpegSlotsView*> jpegs{nullptr};  // mapped before the first frame is sent
-  std::atomic<bool> reader_done{false};
-  ctl::ReadRequests requests;  // seekable: from this thread to the writer
-  const auto t0 = Clock::now();
-  std::thread writer([&] {
-    v1::TranscodeRequest spec;
-    v1::JobSpec* s = spec.mutable_spec();
-    if (raw_w > 0) {
-      s->mutable_raw()->set_pixel_format(v1::PIXEL_FORMAT_YUV420P);
-      s->mutable_raw()->set_width(raw_w);
-      s->mutable_raw()->set_height(raw_h);
-      s->mutable_raw()->set_shared_memory_slots(static_cast<uint32_t>(o.shared_memory_slots));
-      s->mutable_raw()->set_color_matrix(v1::COLOR_MATRIX_BT709);
-    } else {
-      s->mutable_container()->set_seekable(o.seekable);
-      if (o.seekable) s->mutable_container()->set_size(input.size());
-    }
-    s->add_renditions()->set_quality(o.quality);
-    if (o.container.empty()) {
-      s->mutable_output()->mutable_frames()->set_shared_memory_slots(static_cast<uint32_t>(o.shared_output_slots));
-    } else {
-      s->mutable_output()->mutable_container()->set_format(o.container == "mov"   ? v1::CONTAINER_FORMAT_MOV
-                                                           : o.container == "avi" ? v1::CONTAINER_FORMAT_AVI
-                                                                                  : v1::CONTAINER_FORMAT_MATROSKA);
-    }
-    if (!stream->Write(spec)) return;
-    if (raw_w == 0 && o.seekable) {
-      // SendRanges returns once Summary closes the mailbox: until then a request can come,
-      // so the stream stays open (no EndOfInput, no half-close before it).
-      std::function<bool()> release;
-      if (o.shared_output_slots > 0) {
-        release = [&] { return e2e::ReleaseOutputSlots(stream.get(), shm.TakeFilledOutputSlots()); };
-      }
-      RangeTally tally;
-      const bool ok = SendRanges(stream.get(), input, o.chunk_bytes, &requests, release, &tally);
-      res.bytes_sent = tally.bytes_sent;
-      if (!ok) return;
-    } else if (raw_w == 0) {
-      const bool releases = o.shared_output_slots > 0;
-      for (size_t off = 0; off < input.size(); off += o.chunk_bytes) {
-        v1::TranscodeRequest r;
-        r.set_container_chunk(input.data() + off, std::min<size_t>(o.chunk_bytes, input.size() - off));
-        if (!stream->Write(r)) return;
-        res.bytes_sent += r.container_chunk().size();
-        if (releases && !e2e::ReleaseOutputSlots(stream.get(), shm.TakeFilledOutputSlots())) return;
-      }
-      if (releases) {
-        // The input ends without a half-close, so that the JPEG slots can still go back.
-        v1::TranscodeRequest end;
-        end.mutable_end_of_input();
-        if (!stream->Write(end)) return;
-        while (!reader_done.load()) {
-          if (!e2e::ReleaseOutputSlots(stream.get(), shm.TakeFilledOutputSlots(1, 0.2))) break;
-        }
-      }
-    } else {
-      const size_t frames = input.size() / frame_bytes;
-      std::unique_ptr<e2e::SharedFrameSlots> memory;
-      if (o.shared_memory_slots > 0 || o.shared_output_slots > 0) {
-        const std::optional<v1::Started> started = shm.WaitStartedMessage(60);
-        if (!started) return;
-        const v1::SharedMemoryInput& in = started->shared_memory();
-        const v1::SharedMemoryOutput& out = started->shared_memory_output();
-        std::string error, answer;
-        if (o.shared_memory_slots > 0) {
-          memory = e2e::SharedFrameSlots::Create(in.slots(), in.slot_bytes(), &error);
-          if (!memory) answer = error;
-        }
-        int received = -1;
-        if (answer.empty()) {
-          answer = e2e::AttachSharedFrames(memory ? in.attach_socket() : out.attach_socket(),
-                                           memory ? in.attach_key() : out.attach_key(), memory ? memory->fd() : -1,
-                                           &received);
-        }
-        if (answer == "OK" && o.shared_output_slots > 0) {
-          jpeg_memory = received >= 0 ? e2e::SharedJpegSlotsView::Map(received, out.slots(), out.slot_bytes(), &error)
-                                      : nullptr;
-          if (!jpeg_memory) answer = "no JPEG slots: " + error;
-          jpegs = jpeg_memory.get();
-        } else if (received >= 0) {
-          close(received);
-        }
-        if (answer != "OK") {
-          res.failure = "attach: " + answer;
-          ctx.TryCancel();
-          return;
-        }
-      }
-      for (size_t i = 0; i < frames; ++i) {
-        // Latency counts from just before the frame's last message is written: stamped
-        // after Write() returns, a writer thread that the encode keeps off the CPU for a
-        // while would stamp late, and frames would seem to take less than their encode.
-        Clock::time_point last_write;
-        if (memory) {
-          const int slot = shm.TakeFreeSlot(60);
-          if (slot < 0) return;
-          std::memcpy(memory->slot(slot), input.data() + i * frame_bytes, frame_bytes);
-          v1::TranscodeRequest r;
-          r.mutable_shared_frame()->set_slot(static_cast<uint32_t>(slot));
-          r.mutable_shared_frame()->set_pts(static_cast<int64_t>(i));
-          last_write = Clock::now();
-          if (!stream->Write(r)) return;
-        }
-        for (size_t off = 0; !memory && off < frame_bytes; off += 1 << 20) {
-          const size_t n = std::min<size_t>(1 << 20, frame_bytes - off);
-          v1::TranscodeRequest r;
-          r.mutable_frame_chunk()->set_pts(static_cast<int64_t>(i));
-          r.mutable_frame_chunk()->set_data(input.data() + i * frame_bytes + off, n);
-          r.mutable_frame_chunk()->set_end_of_frame(off + n == frame_bytes);
-          last_write = Clock::now();
-          if (!stream->Write(r)) return;
-        }
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          sent.push_back(last_write);
-        }
-        if (o.lockstep) {
-          while (received.load() <= i) std::this_thread::sleep_for(std::chrono::microseconds(20));
-        }
-        // JPEG slots the reader has copied out go back before the next frame.
-        if (o.shared_output_slots > 0 && !e2e::ReleaseOutputSlots(stream.get(), shm.TakeFilledOutputSlots())) return;
-      }
-    }
-    stream->WritesDone();
-  });
-  v1::TranscodeResponse r;
-  while (stream->Read(&r)) {
-    if (r.has_started() && raw_w == 0 && o.shared_output_slots > 0) {
-      // Container input: the writer is busy sending bytes, so this thread attaches (before
-      // it reads any packet).
-      const v1::SharedMemoryOutput& out = r.started().shared_memory_output();
-      int received = -1;
-      std::string error;
-      const std::string answer = e2e::AttachSharedFrames(out.attach_socket(), out.attach_key(), -1, &received);
-      if (answer == "OK" && received >= 0) {
-        jpeg_memory = e2e::SharedJpegSlotsView::Map(received, out.slots(), out.slot_bytes(), &error);
-        jpegs = jpeg_memory.get();
-      } else {
-        res.failure = "attach: " + answer;
-        ctx.TryCancel();
-      }
-    }
-    if (r.has_packet() && r.packet().has_shared()) {
-      res.shared_jpegs++;
-      // What a client keeping the image does: copy it out, so that the slot can go back.
-      const e2e::SharedJpegSlotsView* view = jpegs.load();
-      const std::vector<uint8_t> jpeg = view ? view->Read(r.packet().shared()) : std::vector<uint8_t>();
-      if (jpeg.empty()) {
-        res.failure = "an OutputPacket named a JPEG slot outside the mapping";
-        ctx.TryCancel();
-      }
-      res.bytes += jpeg.size();
-    }
-    shm.OnResponse(r);
-    if (r.has_packet()) {
-      res.bytes += r.packet().data().size();
-      if (!r.packet().end_of_frame()) continue;
-      const auto now = Clock::now();
-      if (res.frames == 0) res.first_frame_s = std::chrono::duration<double>(now - t0).count();
-      if (raw_w > 0) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (res.frames < sent.size()) res.latencies.push_back(std::chrono::duration<double>(now - sent[res.frames]).count());
-      }
-      res.frames++;
-      received = res.frames;
-    } else if (r.has_container_chunk()) {
-      res.bytes += r.container_chunk().data().size();
-    } else if (r.has_read_request()) {
-      requests.Post(r.read_request());
-    } else if (r.has_summary()) {
-      requests.Close();  // no request comes after Summary: the writer may half-close
-      res.read_requests = r.summary().read_requests();
-      res.spooled_bytes = r.summary().spooled_bytes();
-      if (!o.container.empty()) res.frames = r.summary().frames_out();  // a muxed stream has no frame boundaries
-      for (const auto& st : r.summary().stages()) {
-        if (st.stage() == "encode") res.encode_s = st.seconds();
-        if (st.stage() == "queue") res.queue_s = st.seconds();
-        if (st.stage() == "handover") res.handover_s = st.seconds();
-      }
-    }
-  }
-  reader_done = true;
-  requests.Close();
-  shm.End();
-  writer.join();
-  res.status = stream->Finish();
-  return res;
-}
-
 // auto: the ffmpeg CLI where it is on PATH, else the libav program where one was named.
-Reference ChooseReference(const Options& o, bool have_ffmpeg) {
+Reference ChooseReference(const DaemonBenchOptions& o, bool have_ffmpeg) {
   if (o.reference == "ffmpeg") return Reference::kFfmpegCli;
   if (o.reference == "libav") return Reference::kLibav;
   if (o.reference == "none") return Reference::kNone;
@@ -312,7 +78,7 @@ Reference ChooseReference(const Options& o, bool have_ffmpeg) {
   return o.reference_bin.empty() ? Reference::kNone : Reference::kLibav;
 }
 
-int Run(const Options& o) {
+int Run(const DaemonBenchOptions& o) {
   const bool have_ffmpeg = std::system("command -v ffmpeg >/dev/null 2>&1") == 0;
   const Reference reference = ChooseReference(o, have_ffmpeg);
   if (reference == Reference::kFfmpegCli && !have_ffmpeg) {
@@ -323,6 +89,23 @@ int Run(const Options& o) {
     std::fprintf(stderr, "conveyor-bench-daemon: --reference libav needs --reference-bin, an executable "
                          "conveyor-bench-libav-mjpeg (got '%s')\n", o.reference_bin.c_str());
     return 2;
+  }
+  // The decoder alone first, before the daemon holds the device: cuda unless the daemon is
+  // told to decode on the CPU.
+  const std::string reference_decoder = o.decode == "cpu" ? "cpu" : "cuda";
+  DecodeRun decode_ref;
+  if (!o.decode_reference.empty()) {
+    if (access(o.decode_reference.c_str(), X_OK) != 0) {
+      std::fprintf(stderr, "conveyor-bench-daemon: --decode-reference needs an executable conveyor-bench-libav-decode "
+                           "(got '%s')\n", o.decode_reference.c_str());
+      return 2;
+    }
+    decode_ref = RunLibavDecode(o.decode_reference, o.input, o.sessions, reference_decoder);
+    if (!decode_ref.ok) {
+      std::fprintf(stderr, "conveyor-bench-daemon: the decode-only reference (%s --decoder %s) failed: %s\n",
+                   o.decode_reference.c_str(), reference_decoder.c_str(), decode_ref.error.c_str());
+      return 1;
+    }
   }
 
   // Start the daemon on a socket of our own.
@@ -429,6 +212,8 @@ int Run(const Options& o) {
   uint64_t frames = 0, bytes = 0, shared_jpegs = 0, bytes_sent = 0, read_requests = 0, spooled_bytes = 0;
   double encode_s = 0, queue_s = 0, handover_s = 0;
   std::vector<double> lat, first;
+  std::map<std::string, int> decoders;  // Started.decoder -> sessions
+  std::map<std::string, int> decoder_details;
   for (const SessionResult& r : results) {
     if (!r.status.ok()) {
       std::fprintf(stderr, "session failed: %s%s\n", r.status.error_message().c_str(),
@@ -446,7 +231,17 @@ int Run(const Options& o) {
     handover_s += r.handover_s;
     lat.insert(lat.end(), r.latencies.begin(), r.latencies.end());
     first.push_back(r.first_frame_s);
+    decoders[r.decoder.empty() ? "none" : r.decoder]++;
+    if (!r.decoder_detail.empty()) decoder_details[r.decoder_detail]++;
   }
+  // "gpu x32" (and "h264 via cuda x32"): a run that fell back to the CPU shows here.
+  auto tally = [](const std::map<std::string, int>& counts) {
+    std::string out;
+    for (const auto& [name, n] : counts) out += (out.empty() ? "" : ", ") + name + " x" + std::to_string(n);
+    return out;
+  };
+  const std::string decoder_tally = tally(decoders);
+  const int not_gpu = o.sessions - (decoders.count("gpu") ? decoders.at("gpu") : 0);
   const double fps = frames / wall;
   const double our_bpf = frames ? static_cast<double>(bytes) / frames : 0;
 
@@ -500,6 +295,17 @@ int Run(const Options& o) {
   const double cpu_ms_per_frame = frames > 0 ? 1e3 * cpu_used / frames : 0;
   const double client_cpu_ms_per_frame = frames > 0 ? 1e3 * client_cpu_used / frames : 0;
   std::printf("daemon CPU: %.2f ms a frame (user + system, all threads, over the timed sessions)\n", cpu_ms_per_frame);
+  std::printf("decoder: %s (Started.decoder; %s); decode asked: %s\n", decoder_tally.c_str(),
+              decoder_details.empty() ? "no decoder named" : tally(decoder_details).c_str(),
+              o.decode.empty() ? "unspecified (the daemon's decode.mode)" : o.decode.c_str());
+  const double decode_ref_ratio = decode_ref.fps > 0 ? fps / decode_ref.fps : 0;
+  if (decode_ref.ok) {
+    const char* ceiling = reference_decoder == "cuda" ? "NVDEC" : "CPU";
+    std::printf("decode-only reference (%s --decoder %s, %d streams): %.1f frames/s over its own run (%.1f over its "
+                "process), CPU %.2f ms a frame; conveyord %.2fx of %s decode-only\n",
+                o.decode_reference.c_str(), reference_decoder.c_str(), o.sessions, decode_ref.fps,
+                decode_ref.process_fps, decode_ref.cpu_ms_per_frame, decode_ref_ratio, ceiling);
+  }
   if (frames > 0) {
     std::printf("worker stages a frame (the sessions' Summary): queue %.3f ms, encode %.3f ms, worker -> session "
                 "hand-over %.3f ms\n",
@@ -566,14 +372,23 @@ int Run(const Options& o) {
               "\"latency_p99_ms\":%.3f,\"rss_idle_mib\":%.1f,\"rss_peak_mib\":%.1f,\"cpu_ms_per_frame\":%.3f,"
               "\"client_cpu_ms_per_frame\":%.3f,\"ffmpeg_cpu_ms_per_frame\":%.3f,\"cpu_ratio\":%.3f,\"seekable\":%s,"
               "\"input_bytes\":%zu,\"bytes_sent\":%llu,\"bytes_sent_per_session\":%.0f,\"read_requests\":%llu,"
-              "\"spooled_bytes\":%llu,\"frames\":%llu}\n",
+              "\"spooled_bytes\":%llu,\"frames\":%llu,\"first_frame_p50_ms\":%.3f,\"decode\":\"%s\","
+              "\"decoders\":\"%s\",\"decode_ref_fps\":%.2f,\"decode_ref_cpu_ms_per_frame\":%.3f,"
+              "\"decode_ref_ratio\":%.3f}\n",
               reference_name, o.sessions, fps, our_bpf, best.fps, best.q, best.bytes_per_frame, best.fps > 0 ? fps / best.fps : 0,
               Percentile(lat, 0.5) * 1e3, Percentile(lat, 0.99) * 1e3, rss_idle / 1048576.0, rss_peak / 1048576.0,
               cpu_ms_per_frame, client_cpu_ms_per_frame, best.cpu_ms_per_frame, cpu_ratio,
               o.seekable && raw_w == 0 ? "true" : "false", raw_w == 0 ? input.size() : size_t{0},
               static_cast<unsigned long long>(bytes_sent), static_cast<double>(bytes_sent) / o.sessions,
               static_cast<unsigned long long>(read_requests), static_cast<unsigned long long>(spooled_bytes),
-              static_cast<unsigned long long>(frames));
+              static_cast<unsigned long long>(frames), o.container.empty() ? Percentile(first, 0.5) * 1e3 : 0,
+              o.decode.empty() ? "unspecified" : o.decode.c_str(), decoder_tally.c_str(), decode_ref.fps,
+              decode_ref.cpu_ms_per_frame, decode_ref_ratio);
+  if (o.decode == "gpu" && not_gpu > 0) {
+    std::fprintf(stderr, "conveyor-bench-daemon: --decode gpu, but %d of %d session(s) reported another decoder (%s)\n",
+                 not_gpu, o.sessions, decoder_tally.c_str());
+    return 3;
+  }
   return 0;
 }
 
@@ -581,7 +396,7 @@ int Run(const Options& o) {
 }  // namespace conveyor::bench
 
 int main(int argc, char** argv) {
-  conveyor::bench::Options o;
+  conveyor::bench::DaemonBenchOptions o;
   CLI::App app{"conveyor-bench-daemon: concurrent Transcode streams against conveyord, against ffmpeg's mjpeg"};
   app.add_option("--conveyord", o.conveyord, "The conveyord binary to start")->required();
   app.add_option("--input", o.input, "Input video file (streamed as container bytes)")->required();
@@ -611,6 +426,14 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "ffmpeg", "libav", "none"}));
   app.add_option("--reference-bin", o.reference_bin,
                  "conveyor-bench-libav-mjpeg, the reference for a host without the ffmpeg CLI");
+  app.add_option("--decode", o.decode,
+                 "JobSpec.decode for every session: cpu, gpu or auto (unset: unspecified, the daemon's decode.mode); "
+                 "with gpu, a session that reports another decoder fails the run")
+      ->check(CLI::IsMember({"cpu", "gpu", "auto"}));
+  app.add_option("--decode-reference", o.decode_reference,
+                 "conveyor-bench-libav-decode: run first with --streams SESSIONS --decoder cuda (cpu with --decode "
+                 "cpu) on the same input, and print the daemon's frames/s against it")
+      ->excludes(raw);
   app.add_option("--daemon-arg", o.daemon_args, "Extra conveyord flag (repeatable); --daemon-arg=--config --daemon-arg=FILE reads FILE");
   CLI11_PARSE(app, argc, argv);
   return conveyor::bench::Run(o);

@@ -88,4 +88,30 @@ FfmpegRun RunLibav(const std::string& bin, const std::string& input, int q, int 
   return run;
 }
 
+DecodeRun RunLibavDecode(const std::string& bin, const std::string& input, int streams, const std::string& decoder) {
+  const std::string log = "/tmp/conveyor-bench-libav-decode.log";
+  const std::string cmd = "'" + bin + "' --input '" + input + "' --streams " + std::to_string(streams) +
+                          " --decoder " + decoder + " > " + log + " 2>&1";
+  const auto t0 = Clock::now();
+  const int rc = std::system(cmd.c_str());
+  const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  DecodeRun run;
+  const std::vector<uint8_t> text = ReadAll(log);
+  const std::string s(text.begin(), text.end());
+  std::smatch frames, fps, cpu;
+  if (rc != 0 || !std::regex_search(s, frames, std::regex(R"("frames":(\d+))")) ||
+      !std::regex_search(s, fps, std::regex(R"("fps":([0-9.]+))")) ||
+      !std::regex_search(s, cpu, std::regex(R"("cpu_ms_per_frame":([0-9.]+))"))) {
+    run.error = s.empty() ? "it failed and printed nothing" : s;
+    while (!run.error.empty() && run.error.back() == '\n') run.error.pop_back();
+    return run;
+  }
+  run.ok = true;
+  run.frames = std::stoull(frames[1]);
+  run.fps = std::stod(fps[1]);
+  run.process_fps = wall > 0 ? run.frames / wall : 0;
+  run.cpu_ms_per_frame = std::stod(cpu[1]);
+  return run;
+}
+
 }  // namespace conveyor::bench

@@ -1,6 +1,7 @@
 // conveyor-bench-daemon's same-run references: ffmpeg's MJPEG encoder on the same input,
 // through the ffmpeg CLI or conveyor-bench-libav-mjpeg, each timed as a whole process;
-// and the two small helpers they share with the bench.
+// the decode-only ceiling, conveyor-bench-libav-decode; and the two small helpers they
+// share with the bench.
 #pragma once
 
 #include <cstdint>
@@ -30,5 +31,18 @@ FfmpegRun RunFfmpegCli(const std::string& input, int q, int threads);
 
 // conveyor-bench-libav-mjpeg, which prints exact byte and frame counts in its JSON line.
 FfmpegRun RunLibav(const std::string& bin, const std::string& input, int q, int threads);
+
+// conveyor-bench-libav-decode with `streams` concurrent streams on `decoder` (cuda | cpu):
+// the most frames/s the decoder alone gives on this input and host.
+struct DecodeRun {
+  bool ok = false;
+  std::string error;      // what the program printed when it failed
+  uint64_t frames = 0;
+  double fps = 0;          // over its own timed run: the device is open, the file in memory
+  double process_fps = 0;  // over the whole process, its start and the device's included
+  double cpu_ms_per_frame = 0;  // its own getrusage over the timed run
+};
+
+DecodeRun RunLibavDecode(const std::string& bin, const std::string& input, int streams, const std::string& decoder);
 
 }  // namespace conveyor::bench

@@ -1,6 +1,7 @@
 # The real conveyord (portable bundle, nvidia flavour) end to end on the GPU host.
-#   bash .h200/run.sh [container] [raw] [shm] [assembly]   (default: all four)
-# ROUNDS (3) sets the alternating rounds of the assembly A/B.
+#   bash .h200/run.sh [container] [raw] [shm] [assembly] [decode]   (default: the first four)
+# ROUNDS (3) sets the alternating rounds of the assembly A/B. `decode` (about 2 to 3 minutes)
+# is asked for by name; DECODE_SESSIONS (1 4 8 16 32) sets its concurrencies.
 set -u
 parts=" ${*:-container raw shm assembly} "
 want() { [[ $parts == *" $1 "* ]]; }
@@ -47,4 +48,34 @@ for i in $(seq "${ROUNDS:-3}"); do
     echo "== raw in messages, 4 sessions, registered assembly $c, round $i"; ./conveyor-bench-daemon $D $A --input n1080.mp4 --raw 1920x1080 --raw-file /tmp/n1080.yuv --sessions 4 2>&1 | grep -E "conveyord \("
   done
 done
+fi
+if want decode; then
+# Clip A (10 s of 1080p30 H.264) decoded on NVDEC, on the CPU and where `auto` puts it, q85
+# JPEG frames, no MJPEG reference. The gpu run first times the decoder alone at the same
+# concurrency (conveyor-bench-libav-decode --decoder cuda, before its daemon starts); every
+# mode's frames/s is then put against that ceiling in the table at the end.
+field() { sed -nE "s/.*\"$1\":(\"([^\"]*)\"|([^,}]*)).*/\2\3/p" <<<"$2"; }
+rows=""
+for s in ${DECODE_SESSIONS:-1 4 8 16 32}; do
+  ceiling=0 ceiling_cpu=-
+  for mode in gpu cpu auto; do
+    extra=()
+    [[ $mode == gpu ]] && extra=(--decode-reference "$PWD/conveyor-bench-libav-decode")
+    echo "== decode $mode, $s sessions"
+    out=$(./conveyor-bench-daemon $D --input a1080.mp4 --quality 85 --reference none --sessions "$s" --decode "$mode" "${extra[@]}" 2>&1)
+    rc=$?
+    grep -E "conveyord \(|first frame|daemon CPU|decoder:|decode-only|session failed|conveyor-bench-" <<<"$out"
+    j=$(grep -E '^\{"bench":"daemon"' <<<"$out")
+    if [[ -z $j ]]; then rows+=$(printf '%8s  %-4s  failed (exit %d)' "$s" "$mode" "$rc")$'\n'; continue; fi
+    [[ $mode == gpu ]] && ceiling=$(field decode_ref_fps "$j") ceiling_cpu=$(field decode_ref_cpu_ms_per_frame "$j")
+    fps=$(field fps "$j")
+    rows+=$(printf '%8s  %-4s %10s %14s %14s %9s  %s%s' "$s" "$mode" "$fps" "$(field cpu_ms_per_frame "$j")" \
+      "$(field first_frame_p50_ms "$j")" "$(awk -v a="$fps" -v b="$ceiling" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }')" \
+      "$(field decoders "$j")" "$( ((rc == 0)) || echo " (exit $rc)")")$'\n'
+  done
+  rows+=$(printf '%8s  %-5s%10s %14s %14s %9s  %s' "$s" nvdec "$ceiling" "$ceiling_cpu" - - "decode only")$'\n'
+done
+echo "== decode summary: a1080.mp4, q85 JPEG frames; x NVDEC: against the decode-only run at the same concurrency"
+printf '%8s  %-4s %10s %14s %14s %9s  %s\n' sessions mode frames/s "CPU ms/frame" "first p50 ms" "x NVDEC" decoders
+printf '%s' "$rows"
 fi

@@ -2,31 +2,56 @@
 # Stages the real daemon for the GPU host in the ignored folder .h200/: the nvidia
 # portable bundle recompressed with xz (the gzip one is past the 64 MiB limit
 # on what travels), conveyor-bench-daemon, conveyor-bench-libav-mjpeg (the ffmpeg reference for a
-# host without the ffmpeg CLI; it runs on the bundle's libav*), a 150-frame 1080p H.264
-# clip and this folder's scripts.
+# host without the ffmpeg CLI; it runs on the bundle's libav*), conveyor-bench-libav-decode
+# (the decode-only reference, NVDEC or the CPU, on the same libav*), a 150-frame 1080p H.264
+# clip, clip A (10 s of noisy 1080p30 H.264, for the decode runs) and this folder's scripts.
 # Then, on the GPU host, with .h200 in the working tree: bash .h200/run.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."  # the repository root
 exclude=$(git rev-parse --git-path info/exclude)
 grep -qx '/.h200/' "$exclude" 2>/dev/null || echo '/.h200/' >> "$exclude"
 cmake -S . -B build/nvidia -G Ninja -DCONVEYOR_GPU=nvidia -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build/nvidia --target bundle conveyor-bench-daemon conveyor-bench-libav-mjpeg
+cmake --build build/nvidia --target bundle conveyor-bench-daemon conveyor-bench-libav-mjpeg conveyor-bench-libav-decode
 rm -rf .h200 && mkdir -p .h200/stage
 name=$(basename build/nvidia/conveyor-bundle-*-nvidia-x86_64.tar.gz .tar.gz)
 tar xzf "build/nvidia/$name.tar.gz" -C .h200/stage
 tar cf - -C .h200/stage "$name" | xz -6 -T2 > .h200/bundle.tar.xz
-# The reference must find every library in the bundle (or among the host's base ones that
-# make-bundle.sh leaves out), or it would time different code from the daemon's.
-ref=build/nvidia/tests/bench/daemon/conveyor-bench-libav-mjpeg
+# The references must find every library in the bundle (or among the host's base ones that
+# make-bundle.sh leaves out), or they would time different code from the daemon's.
+refs=(build/nvidia/tests/bench/daemon/conveyor-bench-libav-{mjpeg,decode})
 host_libs='^(linux-vdso|ld-linux|libc|libm|libpthread|libdl|librt|libresolv|libstdc\+\+|libgcc_s)\.so'
-LD_LIBRARY_PATH=$PWD/.h200/stage/$name/lib ldd "$ref" | awk '$2 == "=>" {print $1, $3}' |
-  while read -r soname path; do
-    [[ $soname =~ $host_libs || $path == "$PWD/.h200/stage/$name/lib/"* ]] ||
-      { echo "stage: $ref needs $soname, which is not in the bundle ($path)" >&2; exit 1; }
-  done
+for ref in "${refs[@]}"; do
+  LD_LIBRARY_PATH=$PWD/.h200/stage/$name/lib ldd "$ref" | awk '$2 == "=>" {print $1, $3}' |
+    while read -r soname path; do
+      [[ $soname =~ $host_libs || $path == "$PWD/.h200/stage/$name/lib/"* ]] ||
+        { echo "stage: $ref needs $soname, which is not in the bundle ($path)" >&2; exit 1; }
+    done
+done
 rm -rf .h200/stage
-cp build/nvidia/tests/bench/daemon/conveyor-bench-daemon "$ref" tests/gpu/h200_bundle/{run.sh,frames.py} .h200/
-strip --strip-unneeded .h200/conveyor-bench-libav-mjpeg
+cp build/nvidia/tests/bench/daemon/conveyor-bench-daemon "${refs[@]}" tests/gpu/h200_bundle/{run.sh,frames.py} .h200/
+strip --strip-unneeded .h200/conveyor-bench-libav-{mjpeg,decode}
 ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=1920x1080:rate=30,noise=alls=4:allf=t" -frames:v 150 \
   -c:v libx264 -preset fast -crf 26 -pix_fmt yuv420p -movflags +faststart .h200/n1080.mp4
+ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=1920x1080:rate=30,noise=alls=6:allf=t" -t 10 \
+  -c:v libx264 -preset medium -crf 23 -pix_fmt yuv420p -movflags +faststart .h200/a1080.mp4
+# decode_identity.sh's clips: every codec the engines take, odd sizes and sizes cropped
+# from the coded size, 10-bit; and streams they do not take (*_cpu_*).
+mkdir -p .h200/decode
+clip() {  # clip NAME SIZE ARGS...
+  local name=$1 size=$2; shift 2
+  ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=$size:rate=25,noise=alls=8:allf=t" -frames:v 12 "$@" \
+    ".h200/decode/$name"
+}
+clip h264_1080.mp4 1920x1080 -c:v libx264 -preset fast -pix_fmt yuv420p
+clip h264_642x362.mkv 642x362 -c:v libx264 -preset fast -pix_fmt yuv420p
+clip h264_full_range.mp4 640x360 -c:v libx264 -preset fast -pix_fmt yuvj420p
+clip hevc_1080.mp4 1920x1080 -c:v libx265 -x265-params log-level=error -pix_fmt yuv420p
+clip hevc10_1080.mkv 1920x1080 -c:v libx265 -x265-params log-level=error -pix_fmt yuv420p10le
+clip hevc10_722x406.mkv 722x406 -c:v libx265 -x265-params log-level=error -pix_fmt yuv420p10le
+clip vp9_641x359.webm 641x359 -c:v libvpx-vp9 -deadline realtime -pix_fmt yuv420p
+clip vp9_1280x720.webm 1280x720 -c:v libvpx-vp9 -deadline realtime -pix_fmt yuv420p
+clip mpeg2_720x576.ts 720x576 -c:v mpeg2video -b:v 8M
+clip h264_cpu_444.mkv 640x360 -c:v libx264 -preset fast -pix_fmt yuv444p
+clip av1_cpu_640x360.mkv 640x360 -c:v libaom-av1 -cpu-used 8 -pix_fmt yuv420p
+cp tests/gpu/h200_bundle/decode_identity.sh .h200/
 du -sh --apparent-size .h200

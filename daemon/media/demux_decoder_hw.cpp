@@ -1,0 +1,84 @@
+// ContainerDecoder's hardware decoding: offering the worker's device to the video
+// decoder, and settling, before the first frame, whether FFmpeg's hwaccel took it.
+#include <string>
+#include <vector>
+
+#include "demux_decoder.h"
+
+extern "C" {
+#include <libavutil/pixdesc.h>
+}
+
+namespace conveyor::media {
+namespace {
+
+// Packets fed while waiting for get_format; every decoder the engines take asks for its
+// format at its first sequence header, so this is far more than a real stream needs.
+constexpr size_t kMaxSettlePackets = 256;
+
+std::string StreamShape(const AVCodecContext* c) {
+  const char* profile = avcodec_profile_name(c->codec_id, c->profile);
+  const char* format = av_get_pix_fmt_name(c->sw_pix_fmt != AV_PIX_FMT_NONE ? c->sw_pix_fmt : c->pix_fmt);
+  return std::string(c->codec ? c->codec->name : "?") + (profile ? std::string(" ") + profile : "") + ", " +
+         (format ? format : "unknown format") + ", " + std::to_string(c->coded_width) + "x" +
+         std::to_string(c->coded_height);
+}
+
+}  // namespace
+
+StatusOr<bool> ContainerDecoder::OfferHardware(const AVCodec* decoder) {
+  video_codec_ = decoder;
+  const HwDecodeDevice* device = options_.hw_device.get();
+  if (device == nullptr) return false;
+  video_.hw_api = device->api();
+  if (DecoderTakes(decoder, device->type())) return true;
+  video_.decode_note = std::string("FFmpeg's ") + decoder->name + " decoder has no " + device->api() + " hwaccel";
+  if (options_.hw_required) return FailedPrecondition("decode: gpu: " + video_.decode_note);
+  return false;
+}
+
+Status ContainerDecoder::SettleHardware() {
+  std::vector<PacketPtr> sent;
+  keep_sent_ = &sent;
+  Status fed;
+  while (fed.ok() && !hw_state_.asked && !draining_ && sent.size() < kMaxSettlePackets) fed = FeedDecoder();
+  keep_sent_ = nullptr;
+  RETURN_IF_ERROR(fed);
+  if (hw_state_.hardware) {
+    video_.hw_decoding = true;
+    video_.decoder += std::string(" (") + options_.hw_device->api() + ")";
+    return OkStatus();
+  }
+  if (hw_state_.refused) {
+    video_.decode_note = std::string("FFmpeg's ") + options_.hw_device->api() + " hwaccel does not take " +
+                         StreamShape(codec_.get());
+  } else if (video_.decode_note.empty()) {
+    video_.decode_note = hw_state_.asked ? "the decoder chose a software format"
+                                         : "the decoder did not ask for a format within " +
+                                               std::to_string(sent.size()) + " packets";
+  }
+  if (options_.hw_required) return FailedPrecondition("decode: gpu: " + video_.decode_note);
+  // Decoded on the CPU after all, with the usual threads: a fresh decoder takes the
+  // packets again from the first.
+  RETURN_IF_ERROR(OpenCodec(video_codec_, format_->streams[video_.index], false));
+  for (PacketPtr& p : sent) {
+    const int err = avcodec_send_packet(codec_.get(), p.get());
+    if (err < 0 && err != AVERROR(EAGAIN)) RETURN_IF_ERROR(DecodeError(err, "avcodec_send_packet"));
+    // EAGAIN: a frame is waiting; the packets before it were enough for it, and this
+    // one is lost. It cannot happen before the first frame of a real stream: every
+    // decoder here emits its first frame only after get_format.
+  }
+  if (draining_) {
+    const int err = avcodec_send_packet(codec_.get(), nullptr);
+    if (err < 0 && err != AVERROR_EOF) return Failure(err, "avcodec_send_packet(drain)");
+  }
+  return OkStatus();
+}
+
+Status ContainerDecoder::FlushPendingAudio() {
+  for (PacketPtr& p : pending_audio_) RETURN_IF_ERROR(audio_sink_(*p));
+  pending_audio_.clear();
+  return OkStatus();
+}
+
+}  // namespace conveyor::media

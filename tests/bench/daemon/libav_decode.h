@@ -1,0 +1,35 @@
+// The decode-only reference for conveyor-bench-daemon's container runs: N streams, each a
+// thread with its own demuxer and decoder over the same file in memory, on libav* alone.
+// `cuda` decodes on NVDEC as conveyord does (FFmpeg's cuda hwaccel on the device's primary
+// context, frames left on the GPU, one decoder thread); `cpu` is FFmpeg's software decoder.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "status.h"
+
+namespace conveyor::bench {
+
+struct LibavDecodeOptions {
+  std::string input;
+  int streams = 1;            // concurrent demux + decode threads, each reading the whole file
+  std::string decoder = "cpu";  // cuda | cpu
+  int threads = 0;            // cpu: the decoder's thread_count (0: FFmpeg's choice); cuda takes 1
+  int device = 0;             // cuda: the CUDA device
+};
+
+struct LibavDecodeResult {
+  uint64_t frames = 0;       // decoded frames over every stream
+  double seconds = 0;        // from starting the streams to the last one's end
+  double cpu_seconds = 0;    // getrusage(RUSAGE_SELF) user + system over the same span
+  int width = 0, height = 0;
+  std::string decoder;       // FFmpeg's decoder, where it ran and its threads, for the log
+};
+
+// INVALID_ARGUMENT for bad options or an input without video; UNAVAILABLE when the CUDA
+// device cannot be opened; FAILED_PRECONDITION when a `cuda` stream's decoder did not take
+// the device format (its frames would come from the CPU).
+StatusOr<LibavDecodeResult> DecodeStreams(const LibavDecodeOptions& options);
+
+}  // namespace conveyor::bench

@@ -143,7 +143,7 @@ StatusOr<DaemonConfig> ParseTomlUnvalidated(const std::string& text, const std::
     if (!known) {
       return KeyError(src, table_node, table,
                       "unknown " + std::string(table_node.is_table() ? "table" : "key") +
-                          " (expected [server], [limits] or [workers])");
+                          " (expected [server], [limits], [workers], [color] or [decode])");
     }
     const toml::table* entries = table_node.as_table();
     if (entries == nullptr) {

@@ -46,7 +46,6 @@ Status ContainerDecoder::SettleHardware() {
   RETURN_IF_ERROR(fed);
   if (hw_state_.hardware) {
     video_.hw_decoding = true;
-    video_.decoder += std::string(" (") + options_.hw_device->api() + ")";
     return OkStatus();
   }
   if (hw_state_.refused) {

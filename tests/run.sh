@@ -177,7 +177,7 @@ JOBS=$jobs tests/fuzz/run_fuzzers.sh 45
 # The GPU flavours build the daemon's own code once more only to link conveyord (its
 # sources are the same in every flavour; what differs is the engine under it).
 gpu_targets=(unit_tests gpu_encoder_test gpu_scale_test gpu_orient_test gpu_deinterlace_test gpu_narrow_test worker_test
-  conveyor-bench conveyord)
+  worker_device_input_test conveyor-bench conveyord)
 
 if command -v hipcc >/dev/null; then
   echo "=== build: amd ==="

@@ -176,6 +176,10 @@ inline const Field kFields[] = {
     {"decode", "vaapi_device", &DaemonConfig::vaapi_device, nullptr,
      "VA-API render node for AMD GPUs (/dev/dri/renderD128); empty: the GPU's own, found by\n"
      "its PCI bus id under /dev/dri/by-path."},
+    {"decode", "fault_at_packet", &DaemonConfig::decode_fault_at_packet, nullptr,
+     "For tests of the failover to the CPU: the video engines' decode of this video packet\n"
+     "(0-based) of every session counts as failed, as a hwaccel error would. -1: never.",
+     -1, 2147483647},
 };
 
 // "limits.max_sessions": the field as the file names it.

@@ -101,6 +101,7 @@ std::string DescribeSummary(const v1::Summary& s) {
     out += "\ndamaged input: " + std::to_string(s.decode_errors()) + " decode errors concealed, " +
            std::to_string(s.frames_dropped()) + " frames dropped" + (s.truncated() ? ", truncated" : "");
   }
+  if (!s.decoder_failover().empty()) out += "\ndecoder failover: " + s.decoder_failover();
   if (s.frames_deinterlaced() > 0) out += "\ndeinterlaced: " + std::to_string(s.frames_deinterlaced()) + " frames";
   if (s.read_requests() > 0) out += "\nread requests: " + std::to_string(s.read_requests());
   if (s.spooled_bytes() > 0) out += "\nspooled: " + FormatBytes(s.spooled_bytes());
@@ -162,11 +163,13 @@ Status RunTranscode(const ClientOptions& client, const TranscodeOptions& options
   });
 
   Status local;  // the first local failure while handling responses
+  bool started = false;
   v1::TranscodeResponse response;
   while (stream->Read(&response)) {
     if (!local.ok()) continue;  // cancelled; drain what is already here
     switch (response.message_case()) {
       case v1::TranscodeResponse::kStarted:
+        started = true;
         info << DescribeStarted(response.started()) << "\n" << std::flush;
         break;
       case v1::TranscodeResponse::kPacket:
@@ -212,7 +215,9 @@ Status RunTranscode(const ClientOptions& client, const TranscodeOptions& options
 
   if (!local.ok()) return local;
   if (!writer_status.ok()) return writer_status;
-  if (!rpc.ok()) return RpcError(rpc, client);
+  // After Started the daemon was there: its UNAVAILABLE is the session's (the video
+  // engines failed a --decode gpu session), not a connection's.
+  if (!rpc.ok()) return started ? FromGrpcStatus(rpc) : RpcError(rpc, client);
   if (jpeg) {
     RETURN_IF_ERROR(jpeg->Finish());
     info << jpeg->Describe() << "\n";

@@ -475,6 +475,19 @@ Status ContainerDecoder::FeedDecoder() {
         ++damage_.decode_errors;
         Remember("video packet " + std::to_string(video_packets_ - 1) + " is corrupt");
       }
+      if (resync_) {  // after a failover: the software decoder starts at a keyframe
+        if ((pkt->flags & AV_PKT_FLAG_KEY) == 0) {
+          ++damage_.decode_errors;
+          av_packet_unref(pkt);
+          continue;
+        }
+        resync_ = false;
+      }
+      if (hw_state_.hardware && video_packets_ - 1 == options_.hw_fault_at_packet) {
+        av_packet_unref(pkt);
+        RETURN_IF_ERROR(FailOver("a fault injected for tests (hw_fault_at_packet)"));
+        continue;
+      }
       if (keep_sent_ != nullptr) {  // SettleHardware may send them again to a software decoder
         PacketPtr copy(av_packet_clone(pkt));
         if (!copy) return ResourceExhausted("av_packet_clone: out of memory");
@@ -482,6 +495,10 @@ Status ContainerDecoder::FeedDecoder() {
       }
       err = avcodec_send_packet(codec_.get(), pkt);
       av_packet_unref(pkt);
+      if (err < 0 && keep_sent_ == nullptr && EngineFailure(err)) {
+        RETURN_IF_ERROR(FailOver(FfmpegError(err, "avcodec_send_packet").message()));
+        continue;
+      }
       if (err < 0) {
         RETURN_IF_ERROR(DecodeError(err, "avcodec_send_packet"));
         continue;
@@ -532,8 +549,18 @@ StatusOr<bool> ContainerDecoder::Next(DecodedFrame* out) {
     const int err = avcodec_receive_frame(codec_.get(), out->frame.get());
     if (err >= 0) {
       receive_errors_in_a_row_ = 0;
-      if (out->frame->hw_frames_ctx != nullptr && options_.hw_frames == DecodedFrames::kHost) {
-        ASSIGN_OR_RETURN(out->frame, TransferToHost(*out->frame));
+      if (out->frame->hw_frames_ctx != nullptr) {
+        hw_frames_seen_ = true;
+        if (options_.hw_frames == DecodedFrames::kHost) {
+          StatusOr<FramePtr> host = TransferToHost(*out->frame);
+          if (!host.ok()) {
+            RETURN_IF_ERROR(FailOver(host.status().message()));
+            continue;
+          }
+          out->frame = std::move(host).value();
+        }
+      } else if (hw_frames_seen_) {
+        RETURN_IF_ERROR(NoteSoftwareFrames(frames_));
       }
       FillFrame(out);
       const AVFrame* f = out->frame.get();
@@ -547,6 +574,10 @@ StatusOr<bool> ContainerDecoder::Next(DecodedFrame* out) {
     if (err == AVERROR_EOF) {
       finished_ = true;
       return false;
+    }
+    if (err != AVERROR(EAGAIN) && EngineFailure(err)) {
+      RETURN_IF_ERROR(FailOver(FfmpegError(err, "avcodec_receive_frame").message()));
+      continue;
     }
     if (err != AVERROR(EAGAIN)) {
       // A frame the decoder could not finish; the next call goes on with the next one. A

@@ -82,6 +82,9 @@ struct DecoderOptions {
   // kDevice: frames stay in device memory (DecodedFrame::frame a hardware frame); kHost:
   // each is transferred to host memory (NV12 or P010) before Next() returns it.
   DecodedFrames hw_frames = DecodedFrames::kDevice;
+  // For tests of the failover: the engines' decode of this video packet (0-based) counts as
+  // failed, as an error of the hwaccel would. -1: never.
+  int64_t hw_fault_at_packet = -1;
 };
 
 // What a damaged input cost, as far as the decoder could tell (strict off).
@@ -173,6 +176,10 @@ class ContainerDecoder {
   StatusOr<bool> Next(DecodedFrame* out);
 
   int64_t frames_decoded() const { return frames_; }
+  // The video engines gave the stream up mid-stream: a hwaccel error (the CPU decodes from
+  // the next keyframe; the packets skipped count as decode errors) or a format they do not
+  // take (FFmpeg's get_format moved to software). Empty while they decode, or never did.
+  const std::string& hw_failover() const { return hw_failover_; }
   uint64_t seek_requests() const { return seek_requests_; }
   uint64_t spooled_bytes() const { return spool_ ? spool_->bytes() : 0; }
   InputDamage damage() const;
@@ -189,6 +196,15 @@ class ContainerDecoder {
   // and the packets are sent again.
   StatusOr<bool> OfferHardware(const AVCodec* decoder);
   Status SettleHardware();
+  // Whether `err`, met while the engines decode, is theirs rather than the stream's (a
+  // damaged bitstream is INVALIDDATA whichever decoder reads it).
+  bool EngineFailure(int err) const;
+  // After an engine failure: FAILED over to a software decoder that starts at the next
+  // keyframe, or, when the engines are required, UNAVAILABLE.
+  Status FailOver(const std::string& what);
+  // A frame came out of software after hardware frames (get_format moved to software):
+  // noted, or, when the engines are required, FAILED_PRECONDITION.
+  Status NoteSoftwareFrames(int64_t frame_number);
   Status FlushPendingAudio();
   Status FeedDecoder();
   Status Drain();
@@ -232,6 +248,9 @@ class ContainerDecoder {
   bool hw_offered_ = false;
   HwDecodeState hw_state_;  // the codec context's opaque while the device is offered
   std::vector<PacketPtr>* keep_sent_ = nullptr;  // SettleHardware: video packets sent, kept
+  bool hw_frames_seen_ = false;  // a frame came out of the engines
+  std::string hw_failover_;
+  bool resync_ = false;  // after a failover: video packets are skipped up to a keyframe
   static constexpr size_t kMaxPendingAudio = 1024;
   std::vector<PacketPtr> pending_audio_;  // audio read before SetAudioSink
 

@@ -1,5 +1,6 @@
 // ContainerDecoder's hardware decoding: offering the worker's device to the video
 // decoder, and settling, before the first frame, whether FFmpeg's hwaccel took it.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,40 @@ Status ContainerDecoder::SettleHardware() {
     const int err = avcodec_send_packet(codec_.get(), nullptr);
     if (err < 0 && err != AVERROR_EOF) return Failure(err, "avcodec_send_packet(drain)");
   }
+  return OkStatus();
+}
+
+bool ContainerDecoder::EngineFailure(int err) const {
+  // FFmpeg's nvdec returns AVERROR_UNKNOWN when CUVID fails to decode or map a picture,
+  // ENOMEM when it has no decoder surface left; vaapi returns EIO.
+  return hw_state_.hardware && err != AVERROR_INVALIDDATA && err != AVERROR_PATCHWELCOME &&
+         err != AVERROR(EAGAIN) && err != AVERROR_EOF;
+}
+
+Status ContainerDecoder::FailOver(const std::string& what) {
+  const std::string where = what + " at video packet " + std::to_string(std::max<int64_t>(video_packets_ - 1, 0));
+  if (options_.hw_required) return Unavailable("decode: gpu: the video engine failed: " + where);
+  // The frames the hardware decoder still held are lost with it; a fresh software decoder
+  // can only start at a keyframe, so the packets before the next one are skipped.
+  RETURN_IF_ERROR(OpenCodec(video_codec_, format_->streams[video_.index], false));
+  hw_state_ = HwDecodeState{};
+  hw_failover_ = "the video engine failed (" + where + "); the CPU decodes from the next keyframe";
+  ++damage_.decode_errors;
+  Remember(hw_failover_);
+  resync_ = !draining_;
+  if (draining_) {
+    const int err = avcodec_send_packet(codec_.get(), nullptr);
+    if (err < 0 && err != AVERROR_EOF) return Failure(err, "avcodec_send_packet(drain)");
+  }
+  return OkStatus();
+}
+
+Status ContainerDecoder::NoteSoftwareFrames(int64_t frame_number) {
+  if (!hw_failover_.empty()) return OkStatus();
+  const std::string what = "the video engines do not take the stream from frame " + std::to_string(frame_number) +
+                           " on (" + StreamShape(codec_.get()) + ")";
+  if (options_.hw_required) return FailedPrecondition("decode: gpu: " + what);
+  hw_failover_ = what + "; the CPU decodes it";
   return OkStatus();
 }
 

@@ -153,6 +153,12 @@ StatusOr<DaemonMetrics> DaemonMetrics::Create(Registry& r, const BuildInfo& buil
     ASSIGN_OR_RETURN(m.decode_duration_[static_cast<size_t>(k)], decode_duration->WithLabels({DecoderKindName(k)}));
     ASSIGN_OR_RETURN(m.decode_sessions_[static_cast<size_t>(k)], decode_sessions->WithLabels({DecoderKindName(k)}));
   }
+  ASSIGN_OR_RETURN(CounterFamily * decode_failovers,
+                   r.AddCounter(Spec("conveyor_decode_failovers_total",
+                                     "Container-input sessions whose video the engines gave up mid-stream (a "
+                                     "hwaccel error, or a format they do not take); the CPU decoded the rest.",
+                                     {})));
+  ASSIGN_OR_RETURN(m.decode_failovers_, decode_failovers->WithLabels({}));
   ASSIGN_OR_RETURN(m.decoder_surfaces_,
                    r.AddCallbackGauge(Spec("conveyor_decoder_surface_bytes",
                                            "Device memory of hardware-decoded surfaces that frames on their way "

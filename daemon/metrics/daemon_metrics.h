@@ -92,6 +92,8 @@ class DaemonMetrics {
   static const char* DecoderKindName(DecoderKind k);
   Histogram& DecodeDuration(DecoderKind k) const { return *decode_duration_[static_cast<size_t>(k)]; }
   Counter& DecodeSessions(DecoderKind k) const { return *decode_sessions_[static_cast<size_t>(k)]; }
+  // Sessions whose video the engines gave up mid-stream (the CPU decoded the rest).
+  Counter& DecodeFailovers() const { return *decode_failovers_; }
 
   // Scrape-time gauges. Keep the returned bindings alive exactly as long as what the
   // functions read (the session manager, the scheduler).
@@ -134,6 +136,7 @@ class DaemonMetrics {
   CallbackGaugeFamily* decoder_surfaces_ = nullptr;
   std::array<Histogram*, 2> decode_duration_{};
   std::array<Counter*, 2> decode_sessions_{};
+  Counter* decode_failovers_ = nullptr;
   CallbackGaugeFamily* pinned_input_ = nullptr;
   CallbackGaugeFamily* queue_depth_ = nullptr;
   GaugeFamily* pinned_allocated_ = nullptr;

@@ -24,6 +24,7 @@ SessionOptions SessionOptionsFromConfig(const config::DaemonConfig& c) {
   so.vaapi_device = c.vaapi_device;
   StatusOr<media::DecodedFrames> frames = media::ParseDecodedFrames(c.decode_frames);
   so.decoded_frames = frames.ok() ? *frames : media::DecodedFrames::kDevice;
+  so.decode_fault_at_packet = c.decode_fault_at_packet;
   return so;
 }
 

@@ -126,6 +126,7 @@ void Session::Run() {
     summary->set_read_requests(read_requests_.load());
     summary->set_spooled_bytes(spooled_bytes_.load());
     summary->set_frames_deinterlaced(frames_deinterlaced_.load());
+    summary->set_decoder_failover(decoder_failover_);
     // Summed over frames; the stages of different frames overlap in time.
     const std::pair<const char*, double> stages[] = {
         {"decode", decode_seconds_}, {"queue", queue_seconds_}, {"encode", encode_seconds_},

@@ -81,6 +81,7 @@ struct SessionOptions {
   media::DecodeMode decode = media::DecodeMode::kAuto;
   media::DecodedFrames decoded_frames = media::DecodedFrames::kDevice;
   std::string vaapi_device;  // decode.vaapi_device: "" finds the GPU's render node
+  int64_t decode_fault_at_packet = -1;  // decode.fault_at_packet (tests of the failover)
   size_t message_bytes = 1 << 20;   // largest data field in one response
   const SessionMetricsContext* metrics = nullptr;  // none: count nothing
   // Registered memory for frames that arrive in frame_chunk messages, across sessions
@@ -176,9 +177,12 @@ class Session : public std::enable_shared_from_this<Session> {
   Status BeginOutput(int width, int height, int rate_num, int rate_den, int tb_num, int tb_den,
                      const std::string& codec, const media::DisplayOrientation& display, AVFieldOrder field_order,
                      const AVCodecParameters* audio, AVRational audio_time_base);
+  // `device`: the frame's planes are device surfaces (hardware decoding), frame by frame,
+  // since a stream can move from the video engines to the CPU mid-stream.
   Status SubmitFrame(const FrameView& view, int64_t pts, std::shared_ptr<void> keepalive,
                      std::function<void()> on_input_released = nullptr,
-                     const FrameRequest::Deinterlace* deinterlace = nullptr);
+                     const FrameRequest::Deinterlace* deinterlace = nullptr,
+                     const FrameRequest::DeviceInput& device = {});
   // A frame the worker handed over (on its thread): queued for the output thread, so the
   // worker's hand-over never runs this session's muxing or message building.
   void OnFrameDone(int64_t pts, FrameResult&& result);
@@ -237,7 +241,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::shared_ptr<media::HwDecodeDevice> decode_device_;
   std::string decode_unavailable_;
   std::string decoder_, decoder_api_, decoder_name_;
-  FrameRequest::DeviceInput device_input_;  // of every frame the session submits
+  std::string decoder_failover_;  // the engines gave the stream up mid-stream (Summary); the run thread's
   // Raw input: frames assembled from chunks by the reactor, or in shared-memory slots.
   struct RawFrame {
     const uint8_t* data = nullptr;

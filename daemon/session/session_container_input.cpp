@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include <spdlog/spdlog.h>
+
 #include "deinterlace_window.h"
 #include "demux_decoder.h"
 #include "frame_convert.h"
@@ -21,8 +23,10 @@ namespace {
 
 // Decoder and demuxer failures are the client's data, except a cancel.
 Status AsInputError(const Status& s) {
+  // UNAVAILABLE: the video engines failed a session that requires them (decode gpu).
   if (s.code() == StatusCode::kCancelled || s.code() == StatusCode::kFailedPrecondition ||
-      s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kResourceExhausted) {
+      s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kResourceExhausted ||
+      s.code() == StatusCode::kUnavailable) {
     return s.WithContext("input");
   }
   return Status(StatusCode::kInvalidArgument, "input: " + s.message());
@@ -105,6 +109,7 @@ Status Session::RunContainer() {
       o.hw_device = decode_device_;
       o.hw_required = mode == media::DecodeMode::kGpu;
       o.hw_frames = decode_device_->device_frames() ? options_.decoded_frames : media::DecodedFrames::kHost;
+      o.hw_fault_at_packet = options_.decode_fault_at_packet;
     } else if (mode == media::DecodeMode::kGpu) {
       return FailedPrecondition("decode: gpu: " + (decode_unavailable_.empty()
                                                        ? worker_name_ + " has no video engines to decode on"
@@ -191,7 +196,7 @@ Status Session::RunContainer() {
       d.next = r.next;
       frames_deinterlaced_++;
     }
-    return SubmitFrame(r.cur.view, r.cur.pts, std::move(r.owner), nullptr, &d);
+    return SubmitFrame(r.cur.view, r.cur.pts, std::move(r.owner), nullptr, &d, r.cur.device);
   };
   for (;;) {
     const auto decode_start = std::chrono::steady_clock::now();
@@ -200,6 +205,11 @@ Status Session::RunContainer() {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - decode_start).count();
     decode_seconds_ += decode_seconds;
     RecordDamage(*decoder);
+    if (decoder_failover_.empty() && !decoder->hw_failover().empty()) {
+      decoder_failover_ = decoder->hw_failover();
+      meter_.FailedOver();
+      spdlog::warn("session {}: {}", id_, decoder_failover_);
+    }
     if (!more.ok()) return AsInputError(more.status());
     if (!*more) {
       if (auto last = window.Finish()) RETURN_IF_ERROR(submit(std::move(*last)));
@@ -220,12 +230,13 @@ Status Session::RunContainer() {
     meter_.Decoded(decode_seconds);
     std::shared_ptr<void> keepalive;
     StatusOr<media::ConvertedFrame> converted = Status();
+    FrameRequest::DeviceInput device;
     if (f.frame->hw_frames_ctx != nullptr) {
       // A surface in the worker's device memory: the worker copies it device to device.
       StatusOr<media::DeviceFrameView> surface = media::ViewOfDeviceFrame(*f.frame, options_.untagged_matrix);
       if (!surface.ok()) return AsInputError(surface.status());
-      device_input_.enabled = true;
-      device_input_.p010 = surface->p010;
+      device.enabled = true;
+      device.p010 = surface->p010;
       media::ConvertedFrame c;
       c.view = surface->view;
       converted = c;
@@ -256,10 +267,11 @@ Status Session::RunContainer() {
     have_last_pts = true;
     last_pts = pts;
     if (!may_deinterlace) {
-      RETURN_IF_ERROR(SubmitFrame(converted->view, pts, std::move(keepalive)));
+      RETURN_IF_ERROR(SubmitFrame(converted->view, pts, std::move(keepalive), nullptr, nullptr, device));
       continue;
     }
-    if (auto ready = window.Push({converted->view, pts, std::move(keepalive), f.interlaced, f.top_field_first})) {
+    if (auto ready =
+            window.Push({converted->view, pts, std::move(keepalive), f.interlaced, f.top_field_first, device})) {
       RETURN_IF_ERROR(submit(std::move(*ready)));
     }
   }

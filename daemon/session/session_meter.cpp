@@ -71,6 +71,12 @@ void SessionMeter::SetDecoder(bool gpu) {
   daemon_->DecodeSessions(*decoder_).Inc();
 }
 
+void SessionMeter::FailedOver() {
+  if (daemon_ == nullptr) return;
+  decoder_ = metrics::DaemonMetrics::DecoderKind::kCpu;
+  daemon_->DecodeFailovers().Inc();
+}
+
 void SessionMeter::Decoded(double seconds) const {
   if (device_ != nullptr) device_->stage(metrics::Stage::kDecode).Observe(seconds);
   if (daemon_ != nullptr && decoder_) daemon_->DecodeDuration(*decoder_).Observe(seconds);

@@ -34,6 +34,9 @@ class SessionMeter {
   // Container input: where the video decodes (the video engines or the CPU), once the
   // decoder is open; each frame's decode time then counts under that decoder too.
   void SetDecoder(bool gpu);
+  // The engines gave the stream up mid-stream: counted once, and the frames after it
+  // count under the CPU decoder.
+  void FailedOver();
   void Decoded(double seconds) const;
   void Muxed(double seconds) const;
   // A frame the worker finished: frames out per rendition, the latency and the worker's

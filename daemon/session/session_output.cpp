@@ -113,7 +113,8 @@ Status Session::BeginOutput(int width, int height, int rate_num, int rate_den, i
 
 Status Session::SubmitFrame(const FrameView& view, int64_t pts, std::shared_ptr<void> keepalive,
                             std::function<void()> on_input_released,
-                            const FrameRequest::Deinterlace* deinterlace) {
+                            const FrameRequest::Deinterlace* deinterlace,
+                            const FrameRequest::DeviceInput& device) {
   {
     std::unique_lock<std::mutex> lock(state_mu_);
     state_cv_.wait(lock, [&] { return cancelled_ || unsent_bytes_ < options_.output_bytes; });
@@ -132,7 +133,7 @@ Status Session::SubmitFrame(const FrameView& view, int64_t pts, std::shared_ptr<
   request.stream = reinterpret_cast<uintptr_t>(this);
   request.on_done = [self = shared_from_this(), pts](FrameResult&& r) { self->OnFrameDone(pts, std::move(r)); };
   request.owner = std::move(keepalive);  // the CPU worker encodes from it, the GPU worker copies
-  request.device = device_input_;
+  request.device = device;
   request.on_input_released = std::move(on_input_released);
   Status s = lane_->Submit(std::move(request));
   if (!s.ok()) {

@@ -6,7 +6,12 @@
 # for byte the same: H.264, HEVC and VP9 decoding is exact, so the engines' pictures are
 # the CPU decoder's. Clips named *_cpu_* are ones the engines do not take: auto must decode
 # them on the CPU and say why, and --decode gpu must be refused. Exits non-zero on any
-# difference or refusal that should not be.   bash .h200/decode_identity.sh
+# difference or refusal that should not be. Then the failover to the CPU mid-stream:
+# failover/h264_g6.mkv through a daemon with decode.fault_at_packet = 8 (the engines' decode
+# of packet 8 fails as a hwaccel error would; the CPU must decode from the keyframe at
+# packet 12 on, those frames the CPU decoder's, and --decode gpu must end UNAVAILABLE), and
+# failover/h264_420_then_444.h264, whose 4:4:4 half the engines do not take (auto: the
+# whole output the CPU decoder's; gpu: refused).   bash .h200/decode_identity.sh
 set -uo pipefail
 cd "${BUNDLE_DIR:-.h200}"
 B=$(basename "$(tar tJf bundle.tar.xz | head -1)")
@@ -24,6 +29,8 @@ start() {  # start NAME [conveyord args...]: a daemon on a unix socket in $work
 printf '[decode]\nframes = "host"\n' >"$work/host.toml"
 start device
 start host --config "$work/host.toml"
+printf '[decode]\nfault_at_packet = 8\n' >"$work/fault.toml"
+start fault --config "$work/fault.toml"
 ctl() { ./$B/bin/conveyorctl --target "unix:$work/$1.sock" "${@:2}"; }
 cases=0
 for clip in decode/*; do
@@ -58,7 +65,52 @@ for clip in decode/*; do
     cases=$((cases + 1))
   done
 done
-kill -TERM %1 %2 2>/dev/null; wait
+# same_tail A B N: the last N JPEGs of output folders A and B are byte for byte the same.
+same_tail() {
+  local a b
+  mapfile -t a < <(ls "$1" | sort | tail -n "$3")
+  mapfile -t b < <(ls "$2" | sort | tail -n "$3")
+  ((${#a[@]} == $3 && ${#b[@]} == $3)) || return 1
+  for i in "${!a[@]}"; do cmp -s "$1/${a[$i]}" "$2/${b[$i]}" || return 1; done
+}
+f=failover/h264_g6.mkv
+ctl fault transcode "$f" -o "$work/g6.cpu" --quality 85 --decode cpu >"$work/g6.cpu.log" 2>&1 \
+  || fail "h264_g6: --decode cpu failed: $(tail -2 "$work/g6.cpu.log")"
+if ctl fault transcode "$f" -o "$work/g6.auto" --quality 85 >"$work/g6.auto.log" 2>&1; then
+  grep -q "decoded on the GPU" "$work/g6.auto.log" || fail "h264_g6: auto did not start on the GPU"
+  grep -m1 "decoder failover: the video engine failed" "$work/g6.auto.log" || fail "h264_g6: no failover in the summary"
+  n=$(ls "$work/g6.auto" | wc -l)
+  echo "h264_g6 with a fault at packet 8: $n of 24 frames"
+  ((n >= 12 && n < 24)) || fail "h264_g6: $n frames after the failover, expected 12 to 23"
+  same_tail "$work/g6.cpu" "$work/g6.auto" 12 || fail "h264_g6: the frames from the keyframe at 12 on are not the CPU decoder's"
+  cases=$((cases + 1))
+else
+  fail "h264_g6: auto with a fault failed: $(tail -2 "$work/g6.auto.log")"
+fi
+if ctl fault transcode "$f" -o "$work/g6.gpu" --decode gpu >"$work/g6.gpu.log" 2>&1; then
+  fail "h264_g6: --decode gpu with a fault did not fail"
+fi
+grep -m1 "UNAVAILABLE.*the video engine failed" "$work/g6.gpu.log" || fail "h264_g6: --decode gpu did not end UNAVAILABLE"
+f=failover/h264_420_then_444.h264
+ctl device transcode "$f" -o "$work/mixed.cpu" --quality 85 --decode cpu >"$work/mixed.cpu.log" 2>&1 \
+  || fail "420_then_444: --decode cpu failed: $(tail -2 "$work/mixed.cpu.log")"
+if ctl device transcode "$f" -o "$work/mixed.auto" --quality 85 >"$work/mixed.auto.log" 2>&1; then
+  grep -q "decoded on the GPU" "$work/mixed.auto.log" || fail "420_then_444: auto did not start on the GPU"
+  grep -m1 "decoder failover: the video engines do not take" "$work/mixed.auto.log" ||
+    fail "420_then_444: no failover in the summary"
+  n=$(ls "$work/mixed.cpu" | wc -l)
+  echo "420_then_444: $(ls "$work/mixed.auto" | wc -l) frames, the CPU decoder $n"
+  ((n == 24)) && same_tail "$work/mixed.cpu" "$work/mixed.auto" 24 ||
+    fail "420_then_444: the output is not the CPU decoder's"
+  cases=$((cases + 1))
+else
+  fail "420_then_444: auto failed: $(tail -2 "$work/mixed.auto.log")"
+fi
+if ctl device transcode "$f" -o "$work/mixed.gpu" --decode gpu >"$work/mixed.gpu.log" 2>&1; then
+  fail "420_then_444: --decode gpu was not refused"
+fi
+grep -m1 "decode: gpu: the video engines do not take" "$work/mixed.gpu.log" || fail "420_then_444: gpu refusal unclear"
+kill -TERM %1 %2 %3 2>/dev/null; wait
 echo "decode identity: $cases clip x frames-path cases compared, $failures failure(s)"
 ((cases > 0)) || fail "no clip was compared"
 ((failures == 0))

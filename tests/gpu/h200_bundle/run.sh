@@ -50,7 +50,7 @@ for i in $(seq "${ROUNDS:-3}"); do
 done
 fi
 if want decode; then
-# Clip A (10 s of 1080p30 H.264) decoded on NVDEC, on the CPU and where `auto` puts it, q85
+# Clip A (6 s of 1080p30 H.264) decoded on NVDEC, on the CPU and where `auto` puts it, q85
 # JPEG frames, no MJPEG reference. The gpu run first times the decoder alone at the same
 # concurrency (conveyor-bench-libav-decode --decoder cuda, before its daemon starts); every
 # mode's frames/s is then put against that ceiling in the table at the end.

@@ -30,16 +30,17 @@ done
 rm -rf .h200/stage
 cp build/nvidia/tests/bench/daemon/conveyor-bench-daemon "${refs[@]}" tests/gpu/h200_bundle/{run.sh,frames.py} .h200/
 strip --strip-unneeded .h200/conveyor-bench-libav-{mjpeg,decode}
-ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=1920x1080:rate=30,noise=alls=4:allf=t" -frames:v 150 \
-  -c:v libx264 -preset fast -crf 26 -pix_fmt yuv420p -movflags +faststart .h200/n1080.mp4
-ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=1920x1080:rate=30,noise=alls=6:allf=t" -t 10 \
+[[ ${1:-} == decode ]] ||
+  ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=1920x1080:rate=30,noise=alls=4:allf=t" -frames:v 150 \
+    -c:v libx264 -preset fast -crf 26 -pix_fmt yuv420p -movflags +faststart .h200/n1080.mp4
+ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=1920x1080:rate=30,noise=alls=6:allf=t" -t 6 \
   -c:v libx264 -preset medium -crf 23 -pix_fmt yuv420p -movflags +faststart .h200/a1080.mp4
 # decode_identity.sh's clips: every codec the engines take, odd sizes and sizes cropped
 # from the coded size, 10-bit; and streams they do not take (*_cpu_*).
 mkdir -p .h200/decode
 clip() {  # clip NAME SIZE ARGS...
   local name=$1 size=$2; shift 2
-  ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=$size:rate=25,noise=alls=8:allf=t" -frames:v 12 "$@" \
+  ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=$size:rate=25,noise=alls=3:allf=t" -frames:v 12 "$@" \
     ".h200/decode/$name"
 }
 clip h264_1080.mp4 1920x1080 -c:v libx264 -preset fast -pix_fmt yuv420p
@@ -53,5 +54,16 @@ clip vp9_1280x720.webm 1280x720 -c:v libvpx-vp9 -deadline realtime -pix_fmt yuv4
 clip mpeg2_720x576.ts 720x576 -c:v mpeg2video -b:v 8M
 clip h264_cpu_444.mkv 640x360 -c:v libx264 -preset fast -pix_fmt yuv444p
 clip av1_cpu_640x360.mkv 640x360 -c:v libaom-av1 -cpu-used 8 -pix_fmt yuv420p
+# The failover clips: keyframes every 6 frames (the CPU decoder takes over at one), and an
+# Annex B stream that turns 4:4:4 halfway (the engines give it up at the new SPS).
+mkdir -p .h200/failover
+ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=640x360:rate=25,noise=alls=3:allf=t" -frames:v 24 \
+  -c:v libx264 -preset fast -g 6 -keyint_min 6 -sc_threshold 0 -pix_fmt yuv420p .h200/failover/h264_g6.mkv
+for chroma in 420 444; do
+  ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=640x360:rate=25,noise=alls=3:allf=t" -frames:v 12 \
+    -c:v libx264 -preset fast -pix_fmt yuv${chroma}p -f h264 ".h200/failover/part$chroma.h264"
+done
+cat .h200/failover/part{420,444}.h264 >.h200/failover/h264_420_then_444.h264
+rm .h200/failover/part{420,444}.h264
 cp tests/gpu/h200_bundle/decode_identity.sh .h200/
 du -sh --apparent-size .h200

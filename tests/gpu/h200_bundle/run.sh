@@ -12,7 +12,7 @@ export LD_LIBRARY_PATH=$PWD/$B/lib
 ./$B/conveyord --version
 ./$B/conveyord doctor | tail -4
 PY=/opt/torch/.venv/bin/python
-$PY frames.py n1080.mp4 /tmp/n1080.yuv 120 2>&1 | tail -4
+if want raw || want shm || want assembly; then $PY frames.py n1080.mp4 /tmp/n1080.yuv 120 2>&1 | tail -4; fi
 D="--conveyord $PWD/$B/bin/conveyord --daemon-arg=--metrics-listen --daemon-arg=127.0.0.1:0"
 # No ffmpeg CLI here: the reference is the CLI's pipeline rebuilt on the bundle's own
 # libav* (same LD_LIBRARY_PATH as the daemon). One run first, to show what it loaded.
@@ -50,7 +50,7 @@ for i in $(seq "${ROUNDS:-3}"); do
 done
 fi
 if want decode; then
-# Clip A (6 s of 1080p30 H.264) decoded on NVDEC, on the CPU and where `auto` puts it, q85
+# Clip A (4 s of 1080p30 H.264) decoded on NVDEC, on the CPU and where `auto` puts it, q85
 # JPEG frames, no MJPEG reference. The gpu run first times the decoder alone at the same
 # concurrency (conveyor-bench-libav-decode --decoder cuda, before its daemon starts); every
 # mode's frames/s is then put against that ceiling in the table at the end.

@@ -4,8 +4,11 @@
 # on what travels), conveyor-bench-daemon, conveyor-bench-libav-mjpeg (the ffmpeg reference for a
 # host without the ffmpeg CLI; it runs on the bundle's libav*), conveyor-bench-libav-decode
 # (the decode-only reference, NVDEC or the CPU, on the same libav*), a 150-frame 1080p H.264
-# clip, clip A (10 s of noisy 1080p30 H.264, for the decode runs) and this folder's scripts.
-# Then, on the GPU host, with .h200 in the working tree: bash .h200/run.sh.
+# clip, clip A (4 s of noisy 1080p30 H.264 at about 8 Mbit/s, for the decode runs), the
+# decode and failover clips and this folder's scripts. `stage.sh decode` leaves out the
+# 150-frame clip and the MJPEG reference, which only the other parts use, so that the decode
+# runs and decode_identity.sh travel together within the 64 MiB. Then, on the GPU host,
+# with .h200 in the working tree: bash .h200/run.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."  # the repository root
 exclude=$(git rev-parse --git-path info/exclude)
@@ -30,10 +33,11 @@ done
 rm -rf .h200/stage
 cp build/nvidia/tests/bench/daemon/conveyor-bench-daemon "${refs[@]}" tests/gpu/h200_bundle/{run.sh,frames.py} .h200/
 strip --strip-unneeded .h200/conveyor-bench-libav-{mjpeg,decode}
+[[ ${1:-} != decode ]] || rm .h200/conveyor-bench-libav-mjpeg
 [[ ${1:-} == decode ]] ||
   ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=1920x1080:rate=30,noise=alls=4:allf=t" -frames:v 150 \
     -c:v libx264 -preset fast -crf 26 -pix_fmt yuv420p -movflags +faststart .h200/n1080.mp4
-ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=1920x1080:rate=30,noise=alls=6:allf=t" -t 6 \
+ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=1920x1080:rate=30,noise=alls=6:allf=t" -t 4 \
   -c:v libx264 -preset medium -crf 23 -pix_fmt yuv420p -movflags +faststart .h200/a1080.mp4
 # decode_identity.sh's clips: every codec the engines take, odd sizes and sizes cropped
 # from the coded size, 10-bit; and streams they do not take (*_cpu_*).

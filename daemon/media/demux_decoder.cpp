@@ -483,6 +483,17 @@ Status ContainerDecoder::FeedDecoder() {
         }
         resync_ = false;
       }
+      if (!move_why_.empty() && !moving_ && keep_sent_ == nullptr && (pkt->flags & AV_PKT_FLAG_KEY) != 0) {
+        // MoveToSoftwareAtNextKeyframe: drain the current decoder; Next() opens the new one
+        // once every frame before this keyframe is out, and sends it this packet.
+        held_keyframe_.reset(av_packet_clone(pkt));
+        av_packet_unref(pkt);
+        if (!held_keyframe_) return ResourceExhausted("av_packet_clone: out of memory");
+        moving_ = true;
+        err = avcodec_send_packet(codec_.get(), nullptr);
+        if (err < 0 && err != AVERROR_EOF) return Failure(err, "avcodec_send_packet(drain before a move)");
+        return OkStatus();
+      }
       if (hw_state_.hardware && video_packets_ - 1 == options_.hw_fault_at_packet) {
         av_packet_unref(pkt);
         RETURN_IF_ERROR(FailOver("a fault injected for tests (hw_fault_at_packet)"));
@@ -571,6 +582,10 @@ StatusOr<bool> ContainerDecoder::Next(DecodedFrame* out) {
       }
       return true;
     }
+    if (err == AVERROR_EOF && moving_) {
+      RETURN_IF_ERROR(FinishMove());
+      continue;
+    }
     if (err == AVERROR_EOF) {
       finished_ = true;
       return false;
@@ -586,7 +601,7 @@ StatusOr<bool> ContainerDecoder::Next(DecodedFrame* out) {
       if (++receive_errors_in_a_row_ > kMaxReceiveErrorsInARow) return Failure(err, "avcodec_receive_frame");
       continue;
     }
-    if (draining_) return Internal("avcodec_receive_frame: decoder asked for input after the drain");
+    if (draining_ || moving_) return Internal("avcodec_receive_frame: decoder asked for input after the drain");
     RETURN_IF_ERROR(FeedDecoder());
   }
 }

@@ -176,10 +176,19 @@ class ContainerDecoder {
   StatusOr<bool> Next(DecodedFrame* out);
 
   int64_t frames_decoded() const { return frames_; }
+  // Moves decoding to a software decoder at the next keyframe without losing a frame: the
+  // current decoder is drained of every frame before that keyframe, then a software
+  // decoder (with its threads) starts at it; hw_failover() then says so, with `why`. For
+  // the decoding thread, between Next() calls; on a software decoder it starts a fresh
+  // one the same way. An open GOP's leading pictures after that keyframe, which refer to
+  // pictures before it, are lost, as for any decoder that starts there.
+  void MoveToSoftwareAtNextKeyframe(std::string why);
   // The video engines gave the stream up mid-stream: a hwaccel error (the CPU decodes from
   // the next keyframe; the packets skipped count as decode errors) or a format they do not
   // take (FFmpeg's get_format moved to software). Empty while they decode, or never did.
   const std::string& hw_failover() const { return hw_failover_; }
+  enum class GiveUp { kNone, kError, kFormat, kMoved };  // why hw_failover() is set
+  GiveUp hw_give_up() const { return hw_give_up_; }
   uint64_t seek_requests() const { return seek_requests_; }
   uint64_t spooled_bytes() const { return spool_ ? spool_->bytes() : 0; }
   InputDamage damage() const;
@@ -202,6 +211,8 @@ class ContainerDecoder {
   // After an engine failure: FAILED over to a software decoder that starts at the next
   // keyframe, or, when the engines are required, UNAVAILABLE.
   Status FailOver(const std::string& what);
+  // MoveToSoftwareAtNextKeyframe's second half, once the old decoder is drained.
+  Status FinishMove();
   // A frame came out of software after hardware frames (get_format moved to software):
   // noted, or, when the engines are required, FAILED_PRECONDITION.
   Status NoteSoftwareFrames(int64_t frame_number);
@@ -250,7 +261,11 @@ class ContainerDecoder {
   std::vector<PacketPtr>* keep_sent_ = nullptr;  // SettleHardware: video packets sent, kept
   bool hw_frames_seen_ = false;  // a frame came out of the engines
   std::string hw_failover_;
+  GiveUp hw_give_up_ = GiveUp::kNone;
   bool resync_ = false;  // after a failover: video packets are skipped up to a keyframe
+  std::string move_why_;  // a move to software is asked for (MoveToSoftwareAtNextKeyframe)
+  bool moving_ = false;   // the old decoder is being drained; held_keyframe_ goes to the new one
+  PacketPtr held_keyframe_;
   static constexpr size_t kMaxPendingAudio = 1024;
   std::vector<PacketPtr> pending_audio_;  // audio read before SetAudioSink
 

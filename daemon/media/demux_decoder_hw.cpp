@@ -87,10 +87,17 @@ Status ContainerDecoder::FailOver(const std::string& what) {
   if (options_.hw_required) return Unavailable("decode: gpu: the video engine failed: " + where);
   // The frames the hardware decoder still held are lost with it; a fresh software decoder
   // can only start at a keyframe, so the packets before the next one are skipped.
+  ++damage_.decode_errors;
+  if (moving_) {  // failed while draining for a move: the new decoder starts at the held keyframe
+    hw_failover_ = "the video engine failed (" + where + ") while decoding moved to the CPU";
+    hw_give_up_ = GiveUp::kError;
+    Remember(hw_failover_);
+    return FinishMove();
+  }
   RETURN_IF_ERROR(OpenCodec(video_codec_, format_->streams[video_.index], false));
   hw_state_ = HwDecodeState{};
   hw_failover_ = "the video engine failed (" + where + "); the CPU decodes from the next keyframe";
-  ++damage_.decode_errors;
+  hw_give_up_ = GiveUp::kError;
   Remember(hw_failover_);
   resync_ = !draining_;
   if (draining_) {
@@ -100,12 +107,32 @@ Status ContainerDecoder::FailOver(const std::string& what) {
   return OkStatus();
 }
 
+void ContainerDecoder::MoveToSoftwareAtNextKeyframe(std::string why) {
+  if (!moving_ && !draining_ && !finished_) move_why_ = std::move(why);
+}
+
+Status ContainerDecoder::FinishMove() {
+  RETURN_IF_ERROR(OpenCodec(video_codec_, format_->streams[video_.index], false));
+  hw_state_ = HwDecodeState{};
+  moving_ = false;
+  if (hw_failover_.empty()) {
+    hw_failover_ = "decoding moved to the CPU at video packet " + std::to_string(video_packets_ - 1) + ": " + move_why_;
+    hw_give_up_ = GiveUp::kMoved;
+  }
+  move_why_.clear();
+  PacketPtr keyframe = std::move(held_keyframe_);
+  const int err = avcodec_send_packet(codec_.get(), keyframe.get());
+  if (err < 0) return DecodeError(err, "avcodec_send_packet");
+  return OkStatus();
+}
+
 Status ContainerDecoder::NoteSoftwareFrames(int64_t frame_number) {
   if (!hw_failover_.empty()) return OkStatus();
   const std::string what = "the video engines do not take the stream from frame " + std::to_string(frame_number) +
                            " on (" + StreamShape(codec_.get()) + ")";
   if (options_.hw_required) return FailedPrecondition("decode: gpu: " + what);
   hw_failover_ = what + "; the CPU decodes it";
+  hw_give_up_ = GiveUp::kFormat;
   return OkStatus();
 }
 

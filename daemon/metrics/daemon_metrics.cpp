@@ -155,10 +155,16 @@ StatusOr<DaemonMetrics> DaemonMetrics::Create(Registry& r, const BuildInfo& buil
   }
   ASSIGN_OR_RETURN(CounterFamily * decode_failovers,
                    r.AddCounter(Spec("conveyor_decode_failovers_total",
-                                     "Container-input sessions whose video the engines gave up mid-stream (a "
-                                     "hwaccel error, or a format they do not take); the CPU decoded the rest.",
-                                     {})));
-  ASSIGN_OR_RETURN(m.decode_failovers_, decode_failovers->WithLabels({}));
+                                     "Container-input sessions whose video left the video engines mid-stream "
+                                     "for the CPU decoder, by reason: error (a hwaccel error), format (a part "
+                                     "the engines do not take), balance (moved by the decode balancer while "
+                                     "the engines were the bottleneck).",
+                                     {"reason"})));
+  const std::pair<FailoverReason, const char*> reasons[] = {
+      {FailoverReason::kError, "error"}, {FailoverReason::kFormat, "format"}, {FailoverReason::kBalance, "balance"}};
+  for (const auto& [reason, name] : reasons) {
+    ASSIGN_OR_RETURN(m.decode_failovers_[static_cast<size_t>(reason)], decode_failovers->WithLabels({name}));
+  }
   ASSIGN_OR_RETURN(m.decoder_surfaces_,
                    r.AddCallbackGauge(Spec("conveyor_decoder_surface_bytes",
                                            "Device memory of hardware-decoded surfaces that frames on their way "

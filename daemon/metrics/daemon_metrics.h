@@ -92,8 +92,11 @@ class DaemonMetrics {
   static const char* DecoderKindName(DecoderKind k);
   Histogram& DecodeDuration(DecoderKind k) const { return *decode_duration_[static_cast<size_t>(k)]; }
   Counter& DecodeSessions(DecoderKind k) const { return *decode_sessions_[static_cast<size_t>(k)]; }
-  // Sessions whose video the engines gave up mid-stream (the CPU decoded the rest).
-  Counter& DecodeFailovers() const { return *decode_failovers_; }
+  // Sessions whose video left the engines mid-stream for the CPU decoder, by reason:
+  // error (a hwaccel error), format (a part the engines do not take), balance (moved by
+  // the decode balancer, the engines being the bottleneck).
+  enum class FailoverReason { kError, kFormat, kBalance };
+  Counter& DecodeFailovers(FailoverReason r) const { return *decode_failovers_[static_cast<size_t>(r)]; }
 
   // Scrape-time gauges. Keep the returned bindings alive exactly as long as what the
   // functions read (the session manager, the scheduler).
@@ -136,7 +139,7 @@ class DaemonMetrics {
   CallbackGaugeFamily* decoder_surfaces_ = nullptr;
   std::array<Histogram*, 2> decode_duration_{};
   std::array<Counter*, 2> decode_sessions_{};
-  Counter* decode_failovers_ = nullptr;
+  std::array<Counter*, 3> decode_failovers_{};
   CallbackGaugeFamily* pinned_input_ = nullptr;
   CallbackGaugeFamily* queue_depth_ = nullptr;
   GaugeFamily* pinned_allocated_ = nullptr;

@@ -23,6 +23,7 @@
 
 #include "assembly_ring_pool.h"
 #include "byte_queue.h"
+#include "decode_balancer.h"
 #include "conveyor/v1/transcoder.pb.h"
 #include "display_orientation.h"
 #include "frame_assembly_ring.h"
@@ -123,7 +124,10 @@ class Session : public std::enable_shared_from_this<Session> {
   // The video engines of the session's worker (SessionManager opens one device per GPU
   // worker), or none and why (`why_none`, for a job that asks for them). Set once,
   // before Start().
-  void SetDecodeDevice(std::shared_ptr<media::HwDecodeDevice> device, std::string why_none);
+  // `balancer` (may be null) places `auto` sessions of worker `worker` between its video
+  // engines and the CPU, and may move this one to the CPU mid-stream.
+  void SetDecodeDevice(std::shared_ptr<media::HwDecodeDevice> device, std::string why_none,
+                       std::shared_ptr<DecodeBalancer> balancer = nullptr, int worker = 0);
   const std::string& attach_key() const { return attach_key_; }
   // The attach, once per session: `input_fd` is the client's memfd of frame slots (-1:
   // none came; the caller keeps and closes it). Returns the descriptor of the JPEG slots
@@ -240,6 +244,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // what the decoder turned out to be, for Started.
   std::shared_ptr<media::HwDecodeDevice> decode_device_;
   std::string decode_unavailable_;
+  std::shared_ptr<DecodeBalancer> decode_balancer_;
+  int decode_worker_ = 0;
   std::string decoder_, decoder_api_, decoder_name_;
   std::string decoder_failover_;  // the engines gave the stream up mid-stream (Summary); the run thread's
   // Raw input: frames assembled from chunks by the reactor, or in shared-memory slots.

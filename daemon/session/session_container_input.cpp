@@ -96,15 +96,24 @@ StatusOr<bool> Session::TryPushContainerBytes(std::vector<uint8_t>& chunk) {
   return true;
 }
 
-void Session::SetDecodeDevice(std::shared_ptr<media::HwDecodeDevice> device, std::string why_none) {
+void Session::SetDecodeDevice(std::shared_ptr<media::HwDecodeDevice> device, std::string why_none,
+                              std::shared_ptr<DecodeBalancer> balancer, int worker) {
   decode_device_ = std::move(device);
   decode_unavailable_ = std::move(why_none);
+  decode_balancer_ = std::move(balancer);
+  decode_worker_ = worker;
 }
 
 Status Session::RunContainer() {
   media::DecoderOptions o;
   const media::DecodeMode mode = job_.decode.value_or(options_.decode);
-  if (mode != media::DecodeMode::kCpu) {
+  // auto: the balancer may find the engines the bottleneck and this session better on the CPU.
+  const std::string balanced_to_cpu =
+      mode == media::DecodeMode::kAuto && decode_device_ && decode_balancer_ ? decode_balancer_->Place(decode_worker_)
+                                                                             : "";
+  if (!balanced_to_cpu.empty()) {
+    notes_.push_back("decode: the CPU decodes: " + balanced_to_cpu);
+  } else if (mode != media::DecodeMode::kCpu) {
     if (decode_device_) {
       o.hw_device = decode_device_;
       o.hw_required = mode == media::DecodeMode::kGpu;
@@ -156,6 +165,11 @@ Status Session::RunContainer() {
   decoder_api_ = v.hw_decoding ? v.hw_api : "";
   decoder_name_ = v.decoder;
   if (!v.decode_note.empty()) notes_.push_back("decode: the CPU decodes: " + v.decode_note);
+  // An auto session on the engines stays movable to the CPU while they are the bottleneck.
+  std::shared_ptr<DecodeBalancer::Ticket> ticket;
+  if (v.hw_decoding && mode == media::DecodeMode::kAuto && decode_balancer_) {
+    ticket = decode_balancer_->Register(decode_worker_);
+  }
   const media::AudioStreamInfo* audio = decoder->audio();
   if (job_.audio && audio == nullptr) {
     notes_.push_back("audio_passthrough: the input has no audio stream; the output has video only");
@@ -205,10 +219,26 @@ Status Session::RunContainer() {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - decode_start).count();
     decode_seconds_ += decode_seconds;
     RecordDamage(*decoder);
+    if (ticket) {
+      decode_balancer_->Tick(decode_worker_);
+      if (ticket->move_requested()) {
+        decoder->MoveToSoftwareAtNextKeyframe("the video engines are the bottleneck and CPU cores are idle");
+        ticket.reset();
+      }
+    }
     if (decoder_failover_.empty() && !decoder->hw_failover().empty()) {
+      ticket.reset();
       decoder_failover_ = decoder->hw_failover();
-      meter_.FailedOver();
-      spdlog::warn("session {}: {}", id_, decoder_failover_);
+      using Reason = metrics::DaemonMetrics::FailoverReason;
+      const media::ContainerDecoder::GiveUp why = decoder->hw_give_up();
+      meter_.FailedOver(why == media::ContainerDecoder::GiveUp::kMoved    ? Reason::kBalance
+                        : why == media::ContainerDecoder::GiveUp::kFormat ? Reason::kFormat
+                                                                          : Reason::kError);
+      if (why == media::ContainerDecoder::GiveUp::kMoved) {
+        spdlog::info("session {}: {}", id_, decoder_failover_);
+      } else {
+        spdlog::warn("session {}: {}", id_, decoder_failover_);
+      }
     }
     if (!more.ok()) return AsInputError(more.status());
     if (!*more) {

@@ -31,6 +31,15 @@ SessionManager::SessionManager(Scheduler* scheduler, SessionOptions options, Ses
   // spdlog builds its registry on first use; built here, before the reaper starts, it is
   // never first built by the reaper and another thread at once (TSan saw that race).
   (void)spdlog::default_logger_raw();
+  // The decode balancer reads the NVIDIA GPUs' engine load through NVML (by PCI bus id).
+  std::vector<std::string> pci_bus_ids;
+  for (int i = 0; i < scheduler->num_workers(); ++i) {
+    const WorkerSlot& w = scheduler->worker(i);
+    const std::optional<DecodeTarget> target = w.info.is_gpu() ? w.worker->Decoding() : std::nullopt;
+    pci_bus_ids.push_back(target && target->api == "cuda" ? target->pci_bus_id : "");
+  }
+  decode_balancer_ =
+      std::make_shared<DecodeBalancer>(scheduler->num_workers(), DecodeBalancer::SystemSampler(pci_bus_ids));
   reaper_ = std::thread([this] { ReapLoop(); });
 }
 
@@ -105,7 +114,7 @@ StatusOr<std::shared_ptr<Session>> SessionManager::Create(const v1::JobSpec& spe
   if (!attach_key.empty()) session->EnableSharedMemory(shared_memory_socket, std::move(attach_key));
   if (session_job_decodes) {
     DecodeDevices::Device d = decode_devices_.For(lane_index, options.vaapi_device);
-    session->SetDecodeDevice(std::move(d.device), std::move(d.why_none));
+    session->SetDecodeDevice(std::move(d.device), std::move(d.why_none), decode_balancer_, lane_index);
   }
   sessions_.emplace(id, session);
   ++created_;

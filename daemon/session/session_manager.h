@@ -77,6 +77,7 @@ class SessionManager {
 
   Scheduler* const scheduler_;
   DecodeDevices decode_devices_;  // the GPU workers' video engines, opened at first need
+  std::shared_ptr<DecodeBalancer> decode_balancer_;  // auto sessions between engines and CPU
   mutable std::mutex mu_;
   SessionOptions options_;  // guarded by mu_
   // Registered memory for frames assembled from messages, across sessions; its size

@@ -71,10 +71,10 @@ void SessionMeter::SetDecoder(bool gpu) {
   daemon_->DecodeSessions(*decoder_).Inc();
 }
 
-void SessionMeter::FailedOver() {
+void SessionMeter::FailedOver(metrics::DaemonMetrics::FailoverReason reason) {
   if (daemon_ == nullptr) return;
   decoder_ = metrics::DaemonMetrics::DecoderKind::kCpu;
-  daemon_->DecodeFailovers().Inc();
+  daemon_->DecodeFailovers(reason).Inc();
 }
 
 void SessionMeter::Decoded(double seconds) const {

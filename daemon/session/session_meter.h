@@ -36,7 +36,7 @@ class SessionMeter {
   void SetDecoder(bool gpu);
   // The engines gave the stream up mid-stream: counted once, and the frames after it
   // count under the CPU decoder.
-  void FailedOver();
+  void FailedOver(metrics::DaemonMetrics::FailoverReason reason);
   void Decoded(double seconds) const;
   void Muxed(double seconds) const;
   // A frame the worker finished: frames out per rendition, the latency and the worker's

@@ -185,5 +185,48 @@ INSTANTIATE_TEST_SUITE_P(Sizes, P010TransferTest,
                          ::testing::Values(std::make_tuple(320, 240, false), std::make_tuple(322, 242, true),
                                            std::make_tuple(33, 17, false), std::make_tuple(1920, 1080, false)));
 
+// A picture's samples, hashed (FNV-1a over every row of the three yuv420p planes).
+uint64_t PictureHash(const AVFrame& f) {
+  uint64_t h = 1469598103934665603ull;
+  for (int p = 0; p < 3; ++p) {
+    const int w = p == 0 ? f.width : (f.width + 1) / 2, rows = p == 0 ? f.height : (f.height + 1) / 2;
+    for (int y = 0; y < rows; ++y) {
+      for (int x = 0; x < w; ++x) h = (h ^ f.data[p][y * f.linesize[p] + x]) * 1099511628211ull;
+    }
+  }
+  return h;
+}
+
+// The move to a software decoder at a keyframe (what the daemon does when the engines are
+// the bottleneck) drains the old decoder first, so no frame is lost or changed: the same
+// path from a software decoder to a fresh one gives the frames of a decode without it.
+TEST(HwDecode, MovingToSoftwareAtAKeyframeLosesNoFrame) {
+  StatusOr<std::string> path = MakeMedia("gop6.mkv", TestSource(320, 240) + ",noise=alls=8:allf=t",
+                                         {"-frames:v", "40", "-c:v", "libx264", "-g", "6", "-keyint_min", "6",
+                                          "-sc_threshold", "0", "-bf", "2", "-pix_fmt", "yuv420p"});
+  ASSERT_TRUE(path.ok()) << path.status().ToString();
+  std::vector<std::pair<int64_t, uint64_t>> plain, moved;
+  DecodeSetup setup;
+  setup.on_frame = [&](ContainerDecoder&, DecodedFrame& f) -> Status {
+    plain.emplace_back(f.pts, PictureHash(*f.frame));
+    return OkStatus();
+  };
+  const media_test::DecodeRun first = DecodeFile(*path, setup);
+  ASSERT_TRUE(first.status.ok()) << first.status.ToString();
+  std::string note;
+  setup.on_frame = [&](ContainerDecoder& d, DecodedFrame& f) -> Status {
+    moved.emplace_back(f.pts, PictureHash(*f.frame));
+    if (f.number == 3 || f.number == 20) d.MoveToSoftwareAtNextKeyframe("asked by the test");
+    note = d.hw_failover();
+    return OkStatus();
+  };
+  const media_test::DecodeRun run = DecodeFile(*path, setup);
+  ASSERT_TRUE(run.status.ok()) << run.status.ToString();
+  EXPECT_NE(note.find("decoding moved to the CPU at video packet"), std::string::npos) << note;
+  EXPECT_NE(note.find("asked by the test"), std::string::npos) << note;
+  ASSERT_EQ(plain.size(), 40u);
+  EXPECT_EQ(moved, plain) << "the frames around the move differ from a decode without it";
+}
+
 }  // namespace
 }  // namespace conveyor::media

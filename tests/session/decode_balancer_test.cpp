@@ -1,0 +1,123 @@
+// DecodeBalancer's decisions from a scripted load: engines until they are the bottleneck
+// with CPU cores to spare, the sessions placed since a reading counted at the reading's
+// share each, one move a move interval and the newest engine session first, and nothing at
+// all where the load is not known.
+#include "decode_balancer.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+namespace conveyor {
+namespace {
+
+using Clock = DecodeBalancer::Clock;
+using std::chrono::milliseconds;
+
+struct Script {
+  DecodeLoad load;
+  int readings = 0;
+  DecodeBalancer::Sampler Sampler() {
+    return [this] {
+      ++readings;
+      return load;
+    };
+  }
+};
+
+DecodeLoad Load(double busy, double idle_cores) {
+  DecodeLoad l;
+  l.engine_busy = {busy};
+  l.cpu_idle_cores = idle_cores;
+  return l;
+}
+
+TEST(DecodeBalancer, WithoutALoadReadingEverySessionGoesToTheEngines) {
+  DecodeBalancer b(1, nullptr);
+  const Clock::time_point t0 = Clock::now();
+  auto ticket = b.Register(0);
+  for (int i = 0; i < 50; ++i) {
+    EXPECT_EQ(b.Place(0, t0 + milliseconds(100 * i)), "");
+    b.Tick(0, t0 + milliseconds(100 * i));
+  }
+  EXPECT_FALSE(ticket->move_requested());
+  Script unknown;
+  unknown.load = Load(-1, 12);
+  DecodeBalancer c(1, unknown.Sampler());
+  EXPECT_EQ(c.Place(0, t0), "");
+}
+
+TEST(DecodeBalancer, TheCpuDecodesOnceTheEnginesAreTheBottleneckAndCoresAreIdle) {
+  Script s;
+  s.load = Load(0.5, 8);
+  DecodeBalancer b(1, s.Sampler());
+  Clock::time_point t = Clock::now();
+  EXPECT_EQ(b.Place(0, t), "");
+  s.load = Load(0.95, 8);
+  t += milliseconds(600);
+  const std::string why = b.Place(0, t);
+  EXPECT_NE(why.find("bottleneck"), std::string::npos) << why;
+  EXPECT_NE(why.find("95 %"), std::string::npos) << why;
+  // Busy engines but no idle cores: the engines still take the session.
+  s.load = Load(0.99, 1.5);
+  t += milliseconds(600);
+  EXPECT_EQ(b.Place(0, t), "");
+  EXPECT_EQ(s.readings, 3);
+}
+
+TEST(DecodeBalancer, SessionsPlacedSinceAReadingCountAtItsShareEach) {
+  Script s;
+  s.load = Load(0.64, 10);
+  DecodeBalancer b(1, s.Sampler());
+  std::vector<std::shared_ptr<DecodeBalancer::Ticket>> on_engines;
+  for (int i = 0; i < 4; ++i) on_engines.push_back(b.Register(0));
+  const Clock::time_point t = Clock::now();
+  // 4 sessions at 64 %: 16 % each. Two more make 96 %; the third goes to the CPU.
+  EXPECT_EQ(b.Place(0, t), "");
+  EXPECT_EQ(b.Place(0, t), "");
+  EXPECT_NE(b.Place(0, t), "");
+  EXPECT_EQ(s.readings, 1);
+}
+
+TEST(DecodeBalancer, MovesTheNewestEngineSessionOneAMoveInterval) {
+  Script s;
+  s.load = Load(0.97, 6);
+  DecodeBalancer::Policy p;
+  p.sample_every = milliseconds(500);
+  p.move_every = milliseconds(1000);
+  DecodeBalancer b(1, s.Sampler(), p);
+  auto first = b.Register(0), second = b.Register(0), third = b.Register(0);
+  Clock::time_point t = Clock::now();
+  b.Tick(0, t);
+  EXPECT_TRUE(third->move_requested());
+  EXPECT_FALSE(second->move_requested());
+  third.reset();  // the session moved and gave its ticket back
+  b.Tick(0, t + milliseconds(600));  // a new reading, but no move is due yet
+  EXPECT_FALSE(second->move_requested());
+  b.Tick(0, t + milliseconds(1100));
+  EXPECT_TRUE(second->move_requested());
+  EXPECT_FALSE(first->move_requested());
+  EXPECT_EQ(b.moves(), 2u);
+  // The engines have room again: no more moves.
+  s.load = Load(0.7, 6);
+  b.Tick(0, t + milliseconds(2500));
+  EXPECT_FALSE(first->move_requested());
+}
+
+TEST(DecodeBalancer, OnlyTheBottleneckedWorkerMovesSessions) {
+  Script s;
+  s.load.engine_busy = {0.3, 0.98};
+  s.load.cpu_idle_cores = 6;
+  DecodeBalancer b(2, s.Sampler());
+  auto on0 = b.Register(0), on1 = b.Register(1);
+  const Clock::time_point t = Clock::now();
+  b.Tick(0, t);
+  b.Tick(1, t);
+  EXPECT_FALSE(on0->move_requested());
+  EXPECT_TRUE(on1->move_requested());
+}
+
+}  // namespace
+}  // namespace conveyor

@@ -484,15 +484,7 @@ Status ContainerDecoder::FeedDecoder() {
         resync_ = false;
       }
       if (!move_why_.empty() && !moving_ && keep_sent_ == nullptr && (pkt->flags & AV_PKT_FLAG_KEY) != 0) {
-        // MoveToSoftwareAtNextKeyframe: drain the current decoder; Next() opens the new one
-        // once every frame before this keyframe is out, and sends it this packet.
-        held_keyframe_.reset(av_packet_clone(pkt));
-        av_packet_unref(pkt);
-        if (!held_keyframe_) return ResourceExhausted("av_packet_clone: out of memory");
-        moving_ = true;
-        err = avcodec_send_packet(codec_.get(), nullptr);
-        if (err < 0 && err != AVERROR_EOF) return Failure(err, "avcodec_send_packet(drain before a move)");
-        return OkStatus();
+        return StartMove(pkt);
       }
       if (hw_state_.hardware && video_packets_ - 1 == options_.hw_fault_at_packet) {
         av_packet_unref(pkt);
@@ -560,19 +552,8 @@ StatusOr<bool> ContainerDecoder::Next(DecodedFrame* out) {
     const int err = avcodec_receive_frame(codec_.get(), out->frame.get());
     if (err >= 0) {
       receive_errors_in_a_row_ = 0;
-      if (out->frame->hw_frames_ctx != nullptr) {
-        hw_frames_seen_ = true;
-        if (options_.hw_frames == DecodedFrames::kHost) {
-          StatusOr<FramePtr> host = TransferToHost(*out->frame);
-          if (!host.ok()) {
-            RETURN_IF_ERROR(FailOver(host.status().message()));
-            continue;
-          }
-          out->frame = std::move(host).value();
-        }
-      } else if (hw_frames_seen_) {
-        RETURN_IF_ERROR(NoteSoftwareFrames(frames_));
-      }
+      ASSIGN_OR_RETURN(const bool kept, PlaceFrame(out));
+      if (!kept) continue;
       FillFrame(out);
       const AVFrame* f = out->frame.get();
       if (f->decode_error_flags != 0 || (f->flags & AV_FRAME_FLAG_CORRUPT) != 0) {

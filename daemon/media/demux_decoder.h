@@ -211,8 +211,14 @@ class ContainerDecoder {
   // After an engine failure: FAILED over to a software decoder that starts at the next
   // keyframe, or, when the engines are required, UNAVAILABLE.
   Status FailOver(const std::string& what);
-  // MoveToSoftwareAtNextKeyframe's second half, once the old decoder is drained.
+  // MoveToSoftwareAtNextKeyframe in two halves: at the keyframe (held, the old decoder
+  // drained), and once the old decoder has given its last frame.
+  Status StartMove(AVPacket* keyframe);
   Status FinishMove();
+  // A frame just received: a hardware frame brought to host memory under kHost (false:
+  // the transfer failed, and the decoder failed over), a software one after hardware
+  // frames noted (NoteSoftwareFrames).
+  StatusOr<bool> PlaceFrame(DecodedFrame* out);
   // A frame came out of software after hardware frames (get_format moved to software):
   // noted, or, when the engines are required, FAILED_PRECONDITION.
   Status NoteSoftwareFrames(int64_t frame_number);

@@ -111,6 +111,18 @@ void ContainerDecoder::MoveToSoftwareAtNextKeyframe(std::string why) {
   if (!moving_ && !draining_ && !finished_) move_why_ = std::move(why);
 }
 
+Status ContainerDecoder::StartMove(AVPacket* keyframe) {
+  // Drain the current decoder; Next() opens the new one once every frame before this
+  // keyframe is out, and sends it the keyframe.
+  held_keyframe_.reset(av_packet_clone(keyframe));
+  av_packet_unref(keyframe);
+  if (!held_keyframe_) return ResourceExhausted("av_packet_clone: out of memory");
+  moving_ = true;
+  const int err = avcodec_send_packet(codec_.get(), nullptr);
+  if (err < 0 && err != AVERROR_EOF) return Failure(err, "avcodec_send_packet(drain before a move)");
+  return OkStatus();
+}
+
 Status ContainerDecoder::FinishMove() {
   RETURN_IF_ERROR(OpenCodec(video_codec_, format_->streams[video_.index], false));
   hw_state_ = HwDecodeState{};
@@ -124,6 +136,22 @@ Status ContainerDecoder::FinishMove() {
   const int err = avcodec_send_packet(codec_.get(), keyframe.get());
   if (err < 0) return DecodeError(err, "avcodec_send_packet");
   return OkStatus();
+}
+
+StatusOr<bool> ContainerDecoder::PlaceFrame(DecodedFrame* out) {
+  if (out->frame->hw_frames_ctx == nullptr) {
+    if (hw_frames_seen_) RETURN_IF_ERROR(NoteSoftwareFrames(frames_));
+    return true;
+  }
+  hw_frames_seen_ = true;
+  if (options_.hw_frames == DecodedFrames::kDevice) return true;
+  StatusOr<FramePtr> host = TransferToHost(*out->frame);
+  if (!host.ok()) {
+    RETURN_IF_ERROR(FailOver(host.status().message()));
+    return false;
+  }
+  out->frame = std::move(host).value();
+  return true;
 }
 
 Status ContainerDecoder::NoteSoftwareFrames(int64_t frame_number) {

@@ -13,6 +13,8 @@
 // two lanes encode side by side. Nothing calls device-wide synchronisation
 // (docs/DESIGN.md, Stream roles); a slot goes back to the pool only after its last
 // copy's completion was observed (docs/DESIGN.md, Slot reuse).
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <atomic>
 #include <memory>
@@ -36,6 +38,23 @@
 
 namespace conveyor {
 namespace {
+
+#if defined(CONVEYOR_GPU_NVIDIA)
+// The calling thread's CUDA context (the device's primary context, once the runtime has
+// made it current), from the driver library the runtime has loaded. FFmpeg's CUDA device
+// is built on it: FFmpeg's own way of taking the primary context insists on the blocking
+// synchronisation flag, which the runtime's active context does not have.
+void* CurrentCudaContext() {
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (lib == nullptr) return nullptr;
+  using GetCurrent = int (*)(void**);
+  auto get_current = reinterpret_cast<GetCurrent>(dlsym(lib, "cuCtxGetCurrent"));
+  void* context = nullptr;
+  const bool ok = get_current != nullptr && get_current(&context) == 0;
+  dlclose(lib);
+  return ok ? context : nullptr;
+}
+#endif
 
 // Scratch reserved at start on each encode lane, in bands of the largest frame per frame
 // of a launch.
@@ -78,6 +97,7 @@ class GpuWorker : public Worker {
     // FFmpeg's CUDA hwaccel queues its copies of decoded pictures here; frames submitted
     // from them wait for it with an event (GpuSlot::decoded), never a device sync.
     ASSIGN_OR_RETURN(decode_stream_, Stream::Create(0, "decode"));
+    decode_context_ = CurrentCudaContext();
     decode_api_ = "cuda";
 #else
     decode_api_ = "vaapi";  // AMD's video engines, whose frames come to host memory
@@ -162,7 +182,7 @@ class GpuWorker : public Worker {
 
   std::optional<DecodeTarget> Decoding() const override {
     if (decode_api_.empty()) return std::nullopt;
-    return DecodeTarget{decode_api_, device_, pci_bus_id_, decode_stream_.get()};
+    return DecodeTarget{decode_api_, device_, pci_bus_id_, decode_stream_.get(), decode_context_};
   }
 
   StatusOr<std::unique_ptr<HostMemoryRegistration>> RegisterHostMemory(void* data, size_t size) override {
@@ -392,6 +412,7 @@ class GpuWorker : public Worker {
   std::string pci_bus_id_;
   std::string decode_api_;  // DecodeTarget::api
   Stream decode_stream_;    // NVIDIA: the hardware decoder's copies; never re-created
+  void* decode_context_ = nullptr;  // NVIDIA: the CUcontext the runtime works in on device_
   const WorkerOptions options_;
   const WorkerInfo info_;
   GpuStreams streams_;

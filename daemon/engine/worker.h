@@ -242,8 +242,8 @@ struct WorkerInfo {
 // What a hardware decoder needs to decode into a GPU worker's device memory, so that its
 // frames reach the encode kernels without crossing PCIe.
 struct DecodeTarget {
-  // FFmpeg's hwaccel for this device: "cuda" (NVIDIA; the decoder works in the device's
-  // primary context, the one the worker's runtime uses) or "vaapi" (AMD, through the
+  // FFmpeg's hwaccel for this device: "cuda" (NVIDIA; the decoder works in the worker's
+  // own context, `context`) or "vaapi" (AMD, through the
   // device's DRM render node; its frames are transferred to host memory).
   std::string api;
   int device = -1;           // the runtime's index
@@ -251,6 +251,9 @@ struct DecodeTarget {
   // CUDA: the stream (a CUstream) the decoder's copies are to be queued on. Frames
   // submitted with DeviceInput wait for what it holds at Submit(). Null for VA-API.
   void* stream = nullptr;
+  // CUDA: the worker's context (a CUcontext: the device's primary context, which the
+  // runtime made current), for FFmpeg's device to work in. Null where it is not known.
+  void* context = nullptr;
   bool device_frames() const { return stream != nullptr; }  // frames may stay on the device
 };
 

@@ -53,7 +53,22 @@ HwDecodeDevice::~HwDecodeDevice() { av_buffer_unref(&device_); }
 
 const char* HwDecodeDevice::api() const { return av_hwdevice_get_type_name(type_); }
 
-StatusOr<std::shared_ptr<HwDecodeDevice>> HwDecodeDevice::OpenCuda(int device, void* stream) {
+StatusOr<std::shared_ptr<HwDecodeDevice>> HwDecodeDevice::OpenCuda(int device, void* stream, void* context) {
+  if (context != nullptr) {
+    // A context the caller owns: FFmpeg only loads the driver's functions for it.
+    AVBufferRef* ref = av_hwdevice_ctx_alloc(AV_HWDEVICE_TYPE_CUDA);
+    if (ref == nullptr) return Unavailable("av_hwdevice_ctx_alloc(cuda): FFmpeg without CUDA, or out of memory");
+    auto* hw = reinterpret_cast<AVHWDeviceContext*>(ref->data);
+    auto* cuda = static_cast<AVCUDADeviceContext*>(hw->hwctx);
+    cuda->cuda_ctx = static_cast<CUcontext>(context);
+    cuda->stream = static_cast<CUstream>(stream);
+    const int err = av_hwdevice_ctx_init(ref);
+    if (err < 0) {
+      av_buffer_unref(&ref);
+      return Unavailable(FfmpegError(err, "av_hwdevice_ctx_init(cuda)").message() + " (no libcuda.so.1 from the driver?)");
+    }
+    return std::shared_ptr<HwDecodeDevice>(new HwDecodeDevice(ref, AV_HWDEVICE_TYPE_CUDA, AV_PIX_FMT_CUDA));
+  }
   AVDictionary* opts = nullptr;
   // The primary context is the one the CUDA runtime (and so the worker) uses on that
   // device: FFmpeg retains it instead of creating a context of its own.

@@ -39,10 +39,11 @@ StatusOr<DecodedFrames> ParseDecodedFrames(const std::string& name);
 
 class HwDecodeDevice {
  public:
-  // NVIDIA: FFmpeg's CUDA device on runtime device `device`'s primary context; the
-  // decoder's copies go on `stream` (a CUstream). UNAVAILABLE when FFmpeg cannot load
-  // the driver's libcuda or has no CUDA support.
-  static StatusOr<std::shared_ptr<HwDecodeDevice>> OpenCuda(int device, void* stream);
+  // NVIDIA: FFmpeg's CUDA device in `context` (a CUcontext: the worker's own, which FFmpeg
+  // uses and never destroys), or, without one, in runtime device `device`'s primary
+  // context as FFmpeg takes it; the decoder's copies go on `stream` (a CUstream).
+  // UNAVAILABLE when FFmpeg cannot load the driver's libcuda or has no CUDA support.
+  static StatusOr<std::shared_ptr<HwDecodeDevice>> OpenCuda(int device, void* stream, void* context = nullptr);
   // AMD (or any VA-API device): the render node of the GPU at PCI bus id `pci_bus_id`
   // (/dev/dri/by-path/pci-<id>-render), or `render_node` when it is given.
   static StatusOr<std::shared_ptr<HwDecodeDevice>> OpenVaapi(const std::string& pci_bus_id,

@@ -21,7 +21,7 @@ DecodeDevices::Device DecodeDevices::For(int index, const std::string& vaapi_nod
     return d;
   }
   StatusOr<std::shared_ptr<media::HwDecodeDevice>> opened =
-      target->api == "cuda" ? media::HwDecodeDevice::OpenCuda(target->device, target->stream)
+      target->api == "cuda" ? media::HwDecodeDevice::OpenCuda(target->device, target->stream, target->context)
                             : media::HwDecodeDevice::OpenVaapi(target->pci_bus_id, vaapi_node);
   if (opened.ok()) {
     d.device = std::move(opened).value();

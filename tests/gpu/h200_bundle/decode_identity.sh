@@ -20,17 +20,18 @@ export LD_LIBRARY_PATH=$PWD/$B/lib
 work=$(mktemp -d)
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-start() {  # start NAME [conveyord args...]: a daemon on a unix socket in $work
-  local name=$1; shift
-  ./$B/bin/conveyord --config "" --listen "unix:$work/$name.sock" --metrics-listen 127.0.0.1:0 "$@" \
+start() {  # start NAME [CONFIG]: a daemon on a unix socket in $work, with that config file
+  local name=$1
+  ./$B/bin/conveyord --config "${2:-}" --listen "unix:$work/$name.sock" --metrics-listen 127.0.0.1:0 \
     2>"$work/$name.log" &
   for _ in $(seq 100); do [[ -S $work/$name.sock ]] && break; sleep 0.1; done
+  [[ -S $work/$name.sock ]] || { fail "daemon $name did not start: $(tail -3 "$work/$name.log")"; }
 }
 printf '[decode]\nframes = "host"\n' >"$work/host.toml"
 start device
-start host --config "$work/host.toml"
+start host "$work/host.toml"
 printf '[decode]\nfault_at_packet = 8\n' >"$work/fault.toml"
-start fault --config "$work/fault.toml"
+start fault "$work/fault.toml"
 ctl() { ./$B/bin/conveyorctl --target "unix:$work/$1.sock" "${@:2}"; }
 cases=0
 for clip in decode/*; do
@@ -111,6 +112,9 @@ if ctl device transcode "$f" -o "$work/mixed.gpu" --decode gpu >"$work/mixed.gpu
 fi
 grep -m1 "decode: gpu: the video engines do not take" "$work/mixed.gpu.log" || fail "420_then_444: gpu refusal unclear"
 kill -TERM %1 %2 %3 2>/dev/null; wait
+# The daemons' logs where the caller keeps files ($OUT), and their warnings here.
+[[ -n ${OUT:-} ]] && cp "$work"/{device,host,fault}.log "$OUT/" 2>/dev/null
+grep -h -E "warn|error" "$work"/{device,host,fault}.log | tail -20
 echo "decode identity: $cases clip x frames-path cases compared, $failures failure(s)"
 ((cases > 0)) || fail "no clip was compared"
 ((failures == 0))

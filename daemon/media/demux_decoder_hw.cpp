@@ -32,8 +32,7 @@ StatusOr<bool> ContainerDecoder::OfferHardware(const AVCodec* decoder) {
   const HwDecodeDevice* device = options_.hw_device.get();
   if (device == nullptr) return false;
   video_.hw_api = device->api();
-  if (DecoderTakes(decoder, device->type())) return true;
-  video_.decode_note = std::string("FFmpeg's ") + decoder->name + " decoder has no " + device->api() + " hwaccel";
+  if (DecoderTakes(decoder, device->type(), &video_.decode_note)) return true;
   if (options_.hw_required) return FailedPrecondition("decode: gpu: " + video_.decode_note);
   return false;
 }
@@ -144,6 +143,11 @@ StatusOr<bool> ContainerDecoder::PlaceFrame(DecodedFrame* out) {
     return true;
   }
   hw_frames_seen_ = true;
+  if (out->frame->format == AV_PIX_FMT_CUDA && out->frame->data[0] == nullptr) {
+    // nvdec outputs a frame it could not start (no free surface) without a picture.
+    RETURN_IF_ERROR(FailOver("the video engine gave a frame without a surface"));
+    return false;
+  }
   if (options_.hw_frames == DecodedFrames::kDevice) return true;
   StatusOr<FramePtr> host = TransferToHost(*out->frame);
   if (!host.ok()) {

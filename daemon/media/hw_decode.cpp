@@ -99,22 +99,34 @@ StatusOr<std::shared_ptr<HwDecodeDevice>> HwDecodeDevice::OpenVaapi(const std::s
   return std::shared_ptr<HwDecodeDevice>(new HwDecodeDevice(ref, AV_HWDEVICE_TYPE_VAAPI, AV_PIX_FMT_VAAPI));
 }
 
-bool DecoderTakes(const AVCodec* codec, AVHWDeviceType type) {
+bool DecoderTakes(const AVCodec* codec, AVHWDeviceType type, std::string* why) {
+  auto refuse = [&](std::string reason) {
+    if (why != nullptr) *why = std::move(reason);
+    return false;
+  };
   switch (codec->id) {
     case AV_CODEC_ID_H264:
     case AV_CODEC_ID_HEVC:
     case AV_CODEC_ID_VP9:
     case AV_CODEC_ID_AV1:
-    case AV_CODEC_ID_MPEG2VIDEO:
       break;
+    case AV_CODEC_ID_MPEG2VIDEO:
+    case AV_CODEC_ID_MJPEG:
+      // Both have hwaccels, but their IDCT is not bit-exact: the engines give other pixels
+      // than the CPU decoder (every frame of an MPEG-2 clip differed on the GPU host), for
+      // a decode the CPU does cheaply. Output does not depend on where a stream decodes.
+      return refuse(std::string("the video engines' ") + codec->name +
+                    " pictures are not the CPU decoder's (its IDCT is not exact)");
     default:
-      // MJPEG has an nvdec hwaccel too, but a JPEG's IDCT is not bit-exact: the engines
-      // would give other pixels than the CPU decoder, for a decode the CPU does cheaply.
-      return false;
+      return refuse(std::string("FFmpeg's ") + codec->name + " decoder has no " +
+                    av_hwdevice_get_type_name(type) + " hwaccel");
   }
   for (int i = 0;; ++i) {
     const AVCodecHWConfig* c = avcodec_get_hw_config(codec, i);
-    if (c == nullptr) return false;
+    if (c == nullptr) {
+      return refuse(std::string("FFmpeg's ") + codec->name + " decoder has no " + av_hwdevice_get_type_name(type) +
+                    " hwaccel");
+    }
     if ((c->methods & AV_CODEC_HW_CONFIG_METHOD_HW_DEVICE_CTX) != 0 && c->device_type == type) return true;
   }
 }
@@ -147,20 +159,50 @@ Status AttachHwDevice(AVCodecContext* ctx, const HwDecodeDevice& device, HwDecod
   ctx->opaque = state;
   ctx->get_format = GetFormat;
   ctx->thread_count = 1;
+  ctx->extra_hw_frames = kMaxHeldDeviceFrames;
   return OkStatus();
 }
 
-DeviceFrameOwner::DeviceFrameOwner(std::shared_ptr<HwDecodeDevice> device, FramePtr frame)
-    : device_(std::move(device)), frame_(std::move(frame)) {
+bool SurfaceGate::WaitForRoom(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, timeout, [&] { return held_ < kMaxHeldDeviceFrames; });
+}
+
+int SurfaceGate::held() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return held_;
+}
+
+void SurfaceGate::Take() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++held_;
+}
+
+void SurfaceGate::Give() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --held_;
+  }
+  cv_.notify_all();
+}
+
+DeviceFrameOwner::DeviceFrameOwner(std::shared_ptr<HwDecodeDevice> device, FramePtr frame,
+                                   std::shared_ptr<SurfaceGate> gate)
+    : device_(std::move(device)), frame_(std::move(frame)), gate_(std::move(gate)) {
   bytes_ = static_cast<uint64_t>(frame_->linesize[0]) * frame_->height +
            static_cast<uint64_t>(frame_->linesize[1]) * ((frame_->height + 1) / 2);
   device_->held_bytes_ += bytes_;
+  if (gate_) gate_->Take();
 }
 
-DeviceFrameOwner::~DeviceFrameOwner() { device_->held_bytes_ -= bytes_; }
+DeviceFrameOwner::~DeviceFrameOwner() {
+  device_->held_bytes_ -= bytes_;
+  if (gate_) gate_->Give();
+}
 
 StatusOr<DeviceFrameView> ViewOfDeviceFrame(const AVFrame& frame, UntaggedMatrix untagged) {
   if (frame.hw_frames_ctx == nullptr) return InvalidArgument("a device frame without a frames context");
+  if (frame.data[0] == nullptr || frame.data[1] == nullptr) return InvalidArgument("a device frame without a surface");
   const auto* frames = reinterpret_cast<const AVHWFramesContext*>(frame.hw_frames_ctx->data);
   DeviceFrameView out;
   if (frames->sw_format == AV_PIX_FMT_P010) {

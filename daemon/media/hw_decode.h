@@ -10,8 +10,11 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "ffmpeg_handles.h"
@@ -74,9 +77,33 @@ class HwDecodeDevice {
 };
 
 // Whether `codec` is offered `type`'s device: a codec whose decoding the standards make
-// exact (H.264, HEVC, VP9, AV1, MPEG-2; not MJPEG, whose IDCT is not), and a decoder
-// with that hwaccel (FFmpeg's native ones; libdav1d has none).
-bool DecoderTakes(const AVCodec* codec, AVHWDeviceType type);
+// exact (H.264, HEVC, VP9, AV1; not MPEG-2 or MJPEG, whose IDCT is not), and a decoder
+// with that hwaccel (FFmpeg's native ones; libdav1d has none). When not, `why` (if given)
+// says why, for Started's note and the refusal of `decode: gpu`.
+bool DecoderTakes(const AVCodec* codec, AVHWDeviceType type, std::string* why = nullptr);
+
+// The device frames one session may hold at a time between the decoder and the encoder
+// (the deinterlace window's two, and those queued or uploading). FFmpeg's nvdec maps its
+// output surfaces in place, and a decoder has only its reference frames, two spares and
+// AVCodecContext::extra_hw_frames of them: AttachHwDevice asks for this many extra, and the
+// session waits for a surface to come back before it decodes past the bound (SurfaceGate).
+// A decoder out of surfaces would start frames it cannot decode.
+constexpr int kMaxHeldDeviceFrames = 8;
+
+// Counts the device frames a session holds, up to kMaxHeldDeviceFrames.
+class SurfaceGate {
+ public:
+  // Waits until fewer than the bound are held, or `timeout` passes; false on timeout.
+  bool WaitForRoom(std::chrono::milliseconds timeout);
+  int held() const;
+  void Take();  // one more frame held (DeviceFrameOwner's constructor)
+  void Give();  // one frame given back (its destructor); wakes a waiter
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  int held_ = 0;
+};
 
 // A decoder's hardware state: set as AVCodecContext::opaque with GetFormat as its
 // get_format. FFmpeg calls get_format when the decoder learns the stream's format; the
@@ -99,7 +126,8 @@ Status AttachHwDevice(AVCodecContext* ctx, const HwDecodeDevice& device, HwDecod
 // counts its bytes in HwDecodeDevice::held_surface_bytes.
 class DeviceFrameOwner {
  public:
-  DeviceFrameOwner(std::shared_ptr<HwDecodeDevice> device, FramePtr frame);
+  // `gate` (may be null) counts the frame as held until this owner is destroyed.
+  DeviceFrameOwner(std::shared_ptr<HwDecodeDevice> device, FramePtr frame, std::shared_ptr<SurfaceGate> gate = nullptr);
   ~DeviceFrameOwner();
   DeviceFrameOwner(const DeviceFrameOwner&) = delete;
   DeviceFrameOwner& operator=(const DeviceFrameOwner&) = delete;
@@ -108,6 +136,7 @@ class DeviceFrameOwner {
  private:
   std::shared_ptr<HwDecodeDevice> device_;
   FramePtr frame_;
+  std::shared_ptr<SurfaceGate> gate_;
   uint64_t bytes_ = 0;
 };
 

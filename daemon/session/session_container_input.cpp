@@ -212,7 +212,13 @@ Status Session::RunContainer() {
     }
     return SubmitFrame(r.cur.view, r.cur.pts, std::move(r.owner), nullptr, &d, r.cur.device);
   };
+  // The device frames on their way to the worker; the decoder's surfaces are bounded.
+  auto surfaces = std::make_shared<media::SurfaceGate>();
   for (;;) {
+    while (!surfaces->WaitForRoom(std::chrono::milliseconds(100))) {
+      std::lock_guard<std::mutex> lock(state_mu_);
+      if (cancelled_) return failure_;
+    }
     const auto decode_start = std::chrono::steady_clock::now();
     StatusOr<bool> more = decoder->Next(&f);
     const double decode_seconds =
@@ -270,7 +276,7 @@ Status Session::RunContainer() {
       media::ConvertedFrame c;
       c.view = surface->view;
       converted = c;
-      keepalive = std::make_shared<media::DeviceFrameOwner>(decode_device_, std::move(f.frame));
+      keepalive = std::make_shared<media::DeviceFrameOwner>(decode_device_, std::move(f.frame), surfaces);
     } else if (media::PassThroughFormat(f.format)) {
       std::shared_ptr<AVFrame> ref(av_frame_clone(f.frame.get()), [](AVFrame* p) { av_frame_free(&p); });
       if (!ref) return ResourceExhausted("av_frame_clone: out of memory");

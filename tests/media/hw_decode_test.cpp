@@ -6,7 +6,10 @@
 // themselves (tests/gpu/h200_bundle/decode_identity.sh).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "frame_convert.h"
@@ -54,23 +57,50 @@ TEST(HwDecode, GetFormatOffersTheDeviceAndTakesTheSoftwareFormatAfterARefusal) {
 }
 
 TEST(HwDecode, DecodersThatTakeTheCudaAndVaapiHwaccels) {
-  for (AVCodecID id : {AV_CODEC_ID_H264, AV_CODEC_ID_HEVC, AV_CODEC_ID_VP9, AV_CODEC_ID_MPEG2VIDEO}) {
+  for (AVCodecID id : {AV_CODEC_ID_H264, AV_CODEC_ID_HEVC, AV_CODEC_ID_VP9}) {
     const AVCodec* c = avcodec_find_decoder(id);
     ASSERT_NE(c, nullptr);
     EXPECT_TRUE(DecoderTakes(c, AV_HWDEVICE_TYPE_CUDA)) << c->name;
     EXPECT_TRUE(DecoderTakes(c, AV_HWDEVICE_TYPE_VAAPI)) << c->name;
   }
-  // ProRes decodes on the CPU; MJPEG too, though FFmpeg has an nvdec hwaccel for it (its
-  // IDCT is not exact); so does AV1 through libdav1d, Debian's first choice for it.
-  for (AVCodecID id : {AV_CODEC_ID_PRORES, AV_CODEC_ID_MJPEG}) {
+  // MPEG-2 and MJPEG decode on the CPU though FFmpeg has hwaccels for them: their IDCT is
+  // not exact, and the engines' pictures differ from the CPU decoder's.
+  for (AVCodecID id : {AV_CODEC_ID_MPEG2VIDEO, AV_CODEC_ID_MJPEG}) {
     const AVCodec* c = avcodec_find_decoder(id);
     ASSERT_NE(c, nullptr);
-    EXPECT_FALSE(DecoderTakes(c, AV_HWDEVICE_TYPE_CUDA)) << c->name;
+    std::string why;
+    EXPECT_FALSE(DecoderTakes(c, AV_HWDEVICE_TYPE_CUDA, &why)) << c->name;
+    EXPECT_NE(why.find("IDCT is not exact"), std::string::npos) << why;
   }
+  // ProRes has no hwaccel; nor has AV1 through libdav1d, Debian's first choice for it.
+  const AVCodec* prores = avcodec_find_decoder(AV_CODEC_ID_PRORES);
+  ASSERT_NE(prores, nullptr);
+  std::string why;
+  EXPECT_FALSE(DecoderTakes(prores, AV_HWDEVICE_TYPE_CUDA, &why));
+  EXPECT_EQ(why, "FFmpeg's prores decoder has no cuda hwaccel");
   const AVCodec* dav1d = avcodec_find_decoder_by_name("libdav1d");
   if (dav1d != nullptr) {
-    EXPECT_FALSE(DecoderTakes(dav1d, AV_HWDEVICE_TYPE_CUDA));
+    EXPECT_FALSE(DecoderTakes(dav1d, AV_HWDEVICE_TYPE_CUDA, &why));
+    EXPECT_EQ(why, "FFmpeg's libdav1d decoder has no cuda hwaccel");
   }
+}
+
+TEST(HwDecode, TheSurfaceGateHoldsASessionToItsBound) {
+  SurfaceGate gate;
+  for (int i = 0; i < kMaxHeldDeviceFrames; ++i) {
+    ASSERT_TRUE(gate.WaitForRoom(std::chrono::milliseconds(0))) << i;
+    gate.Take();
+  }
+  EXPECT_EQ(gate.held(), kMaxHeldDeviceFrames);
+  EXPECT_FALSE(gate.WaitForRoom(std::chrono::milliseconds(20)));
+  // A frame given back on another thread (the worker's upload done) wakes the waiter.
+  std::thread giver([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    gate.Give();
+  });
+  EXPECT_TRUE(gate.WaitForRoom(std::chrono::seconds(10)));
+  giver.join();
+  EXPECT_EQ(gate.held(), kMaxHeldDeviceFrames - 1);
 }
 
 TEST(HwDecode, AMissingRenderNodeIsUnavailable) {

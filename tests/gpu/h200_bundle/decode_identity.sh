@@ -11,7 +11,8 @@
 # of packet 8 fails as a hwaccel error would; the CPU must decode from the keyframe at
 # packet 12 on, those frames the CPU decoder's, and --decode gpu must end UNAVAILABLE), and
 # failover/h264_420_then_444.h264, whose 4:4:4 half the engines do not take (auto: the
-# whole output the CPU decoder's; gpu: refused).   bash .h200/decode_identity.sh
+# whole output the CPU decoder's; gpu: refused). Last, 16 sessions of clip A at once.
+#   bash .h200/decode_identity.sh
 set -uo pipefail
 cd "${BUNDLE_DIR:-.h200}"
 B=$(basename "$(tar tJf bundle.tar.xz | head -1)")
@@ -111,6 +112,35 @@ if ctl device transcode "$f" -o "$work/mixed.gpu" --decode gpu >"$work/mixed.gpu
   fail "420_then_444: --decode gpu was not refused"
 fi
 grep -m1 "decode: gpu: the video engines do not take" "$work/mixed.gpu.log" || fail "420_then_444: gpu refusal unclear"
+# Many sessions at once, frames in device memory: each session holds a bounded number of
+# the decoder's surfaces and the decoders must not run out of them (the first GPU-host run
+# at 8 sessions got frames without a picture). 16 concurrent --decode gpu sessions of
+# clip A (a1080.mp4, 120 frames with B-frames), each the CPU decoder's JPEGs.
+if [[ -f a1080.mp4 ]]; then
+  if ctl device transcode a1080.mp4 -o "$work/a.cpu" --quality 85 --decode cpu >"$work/a.cpu.log" 2>&1; then
+    pids=()
+    for i in $(seq 16); do
+      ctl device transcode a1080.mp4 -o "$work/a.$i" --quality 85 --decode gpu >"$work/a.$i.log" 2>&1 &
+      pids+=($!)
+    done
+    n=$(ls "$work/a.cpu" | wc -l) sessions_same=0
+    for i in $(seq 16); do
+      wait "${pids[$((i - 1))]}" || { fail "a1080 session $i of 16: $(tail -2 "$work/a.$i.log")"; continue; }
+      grep -q "decoded on the GPU" "$work/a.$i.log" || { fail "a1080 session $i of 16: not decoded on the GPU"; continue; }
+      if same_tail "$work/a.cpu" "$work/a.$i" "$n" && (($(ls "$work/a.$i" | wc -l) == n)); then
+        sessions_same=$((sessions_same + 1))
+      else
+        fail "a1080 session $i of 16: its $(ls "$work/a.$i" | wc -l) JPEGs are not the CPU decoder's $n"
+      fi
+    done
+    echo "a1080 x 16 concurrent sessions (device frames): $sessions_same of 16 gave the CPU decoder's $n JPEGs"
+    cases=$((cases + 1))
+  else
+    fail "a1080: --decode cpu failed: $(tail -2 "$work/a.cpu.log")"
+  fi
+else
+  fail "a1080.mp4 is not staged: the concurrent sessions were not run"
+fi
 kill -TERM %1 %2 %3 2>/dev/null; wait
 # The daemons' logs where the caller keeps files ($OUT), and their warnings here.
 [[ -n ${OUT:-} ]] && cp "$work"/{device,host,fault}.log "$OUT/" 2>/dev/null

@@ -40,7 +40,8 @@ strip --strip-unneeded .h200/conveyor-bench-libav-{mjpeg,decode}
 ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=1920x1080:rate=30,noise=alls=6:allf=t" -t 4 \
   -c:v libx264 -preset medium -crf 23 -pix_fmt yuv420p -movflags +faststart .h200/a1080.mp4
 # decode_identity.sh's clips: every codec the engines take, odd sizes and sizes cropped
-# from the coded size, 10-bit; and streams they do not take (*_cpu_*).
+# from the coded size, 10-bit; and streams they do not take or that auto keeps on the CPU
+# (*_cpu_*: 4:4:4, AV1 through libdav1d, MPEG-2 with its inexact IDCT).
 mkdir -p .h200/decode
 clip() {  # clip NAME SIZE ARGS...
   local name=$1 size=$2; shift 2
@@ -55,9 +56,9 @@ clip hevc10_1080.mkv 1920x1080 -c:v libx265 -x265-params log-level=error -pix_fm
 clip hevc10_722x406.mkv 722x406 -c:v libx265 -x265-params log-level=error -pix_fmt yuv420p10le
 clip vp9_641x359.webm 641x359 -c:v libvpx-vp9 -deadline realtime -pix_fmt yuv420p
 clip vp9_1280x720.webm 1280x720 -c:v libvpx-vp9 -deadline realtime -pix_fmt yuv420p
-clip mpeg2_720x576.ts 720x576 -c:v mpeg2video -b:v 8M
 clip h264_cpu_444.mkv 640x360 -c:v libx264 -preset fast -pix_fmt yuv444p
 clip av1_cpu_640x360.mkv 640x360 -c:v libaom-av1 -cpu-used 8 -pix_fmt yuv420p
+clip mpeg2_cpu_720x576.ts 720x576 -c:v mpeg2video -b:v 8M
 # The failover clips: keyframes every 6 frames (the CPU decoder takes over at one), and an
 # Annex B stream that turns 4:4:4 halfway (the engines give it up at the new SPS).
 mkdir -p .h200/failover

@@ -20,6 +20,8 @@ extern "C" {
 #include <libavutil/hwcontext_cuda.h>
 }
 
+#include "nvdec_engines.h"
+
 namespace conveyor::media {
 
 const char* DecodeModeName(DecodeMode m) {
@@ -67,7 +69,9 @@ StatusOr<std::shared_ptr<HwDecodeDevice>> HwDecodeDevice::OpenCuda(int device, v
       av_buffer_unref(&ref);
       return Unavailable(FfmpegError(err, "av_hwdevice_ctx_init(cuda)").message() + " (no libcuda.so.1 from the driver?)");
     }
-    return std::shared_ptr<HwDecodeDevice>(new HwDecodeDevice(ref, AV_HWDEVICE_TYPE_CUDA, AV_PIX_FMT_CUDA));
+    std::shared_ptr<HwDecodeDevice> d(new HwDecodeDevice(ref, AV_HWDEVICE_TYPE_CUDA, AV_PIX_FMT_CUDA));
+    d->engines_ = NvdecEngineCount(context);
+    return d;
   }
   AVDictionary* opts = nullptr;
   // The primary context is the one the CUDA runtime (and so the worker) uses on that
@@ -81,8 +85,11 @@ StatusOr<std::shared_ptr<HwDecodeDevice>> HwDecodeDevice::OpenCuda(int device, v
                        " (FFmpeg without CUDA, or no libcuda.so.1 from the driver)");
   }
   auto* hw = reinterpret_cast<AVHWDeviceContext*>(ref->data);
-  static_cast<AVCUDADeviceContext*>(hw->hwctx)->stream = static_cast<CUstream>(stream);
-  return std::shared_ptr<HwDecodeDevice>(new HwDecodeDevice(ref, AV_HWDEVICE_TYPE_CUDA, AV_PIX_FMT_CUDA));
+  auto* cuda = static_cast<AVCUDADeviceContext*>(hw->hwctx);
+  cuda->stream = static_cast<CUstream>(stream);
+  std::shared_ptr<HwDecodeDevice> d(new HwDecodeDevice(ref, AV_HWDEVICE_TYPE_CUDA, AV_PIX_FMT_CUDA));
+  d->engines_ = NvdecEngineCount(cuda->cuda_ctx);
+  return d;
 }
 
 StatusOr<std::shared_ptr<HwDecodeDevice>> HwDecodeDevice::OpenVaapi(const std::string& pci_bus_id,

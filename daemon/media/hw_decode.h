@@ -66,6 +66,9 @@ class HwDecodeDevice {
   // Device bytes of decoded surfaces that frames on their way to the encoder hold now
   // (DeviceFrameOwner), over every session on this device.
   uint64_t held_surface_bytes() const { return held_bytes_.load(); }
+  // The GPU's video decode engines (NVDEC, from the driver: NvdecEngineCount); -1 where
+  // unknown (VA-API has no such count).
+  int engines() const { return engines_; }
 
  private:
   friend class DeviceFrameOwner;
@@ -73,6 +76,7 @@ class HwDecodeDevice {
   AVBufferRef* device_;
   const AVHWDeviceType type_;
   const AVPixelFormat hw_format_;
+  int engines_ = -1;
   std::atomic<uint64_t> held_bytes_{0};
 };
 

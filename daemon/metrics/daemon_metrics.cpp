@@ -170,6 +170,11 @@ StatusOr<DaemonMetrics> DaemonMetrics::Create(Registry& r, const BuildInfo& buil
                                            "Device memory of hardware-decoded surfaces that frames on their way "
                                            "to the device's encoder hold.",
                                            {"device"})));
+  ASSIGN_OR_RETURN(m.video_engines_,
+                   r.AddCallbackGauge(Spec("conveyor_video_engines",
+                                           "Video decode engines of the device that take H.264, as its driver "
+                                           "counts them (NVIDIA's NVDEC); absent where the driver has no count.",
+                                           {"device"})));
   ASSIGN_OR_RETURN(m.frame_latency_,
                    r.AddHistogram(Spec("conveyor_frame_latency_seconds",
                                        "Time from a frame entering the worker queue to its JPEG "
@@ -275,6 +280,10 @@ const char* DaemonMetrics::DecoderKindName(DecoderKind k) { return k == DecoderK
 
 StatusOr<ScopedCallback> DaemonMetrics::BindDecoderSurfaces(const std::string& device, std::function<double()> fn) {
   return decoder_surfaces_->Bind({device}, std::move(fn));
+}
+
+StatusOr<ScopedCallback> DaemonMetrics::BindVideoEngines(const std::string& device, std::function<double()> fn) {
+  return video_engines_->Bind({device}, std::move(fn));
 }
 
 StatusOr<ScopedCallback> DaemonMetrics::BindInputSpool(std::function<double()> fn) {

@@ -112,6 +112,8 @@ class DaemonMetrics {
   // Device memory of decoded surfaces that frames on their way to the device's encoder
   // hold (hardware decoding with device frames).
   StatusOr<ScopedCallback> BindDecoderSurfaces(const std::string& device, std::function<double()> fn);
+  // The device's video decode engines, where the driver counts them (NVDEC).
+  StatusOr<ScopedCallback> BindVideoEngines(const std::string& device, std::function<double()> fn);
   // `fn`: frames waiting for the device's worker.
   StatusOr<ScopedCallback> BindQueueDepth(const std::string& device, std::function<double()> fn);
 
@@ -137,6 +139,7 @@ class DaemonMetrics {
   CallbackGaugeFamily* heap_free_ = nullptr;
   CallbackGaugeFamily* input_spool_ = nullptr;
   CallbackGaugeFamily* decoder_surfaces_ = nullptr;
+  CallbackGaugeFamily* video_engines_ = nullptr;
   std::array<Histogram*, 2> decode_duration_{};
   std::array<Counter*, 2> decode_sessions_{};
   std::array<Counter*, 3> decode_failovers_{};

@@ -64,6 +64,13 @@ Status Observability::Serve(const std::string& listen, SessionManager* sessions,
                        return static_cast<double>(sessions->decode_devices().HeldSurfaceBytes(i));
                      }));
     bindings_.push_back(std::move(surfaces));
+    const int engines = sessions->decode_devices().Engines(i);
+    if (engines > 0) {
+      ASSIGN_OR_RETURN(metrics::ScopedCallback counted, daemon_->BindVideoEngines(context_.device_labels[i], [engines] {
+        return static_cast<double>(engines);
+      }));
+      bindings_.push_back(std::move(counted));
+    }
   }
   if (listen.empty()) return OkStatus();
   metrics::HttpEndpoint::Hooks hooks;

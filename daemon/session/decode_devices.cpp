@@ -1,5 +1,7 @@
 #include "decode_devices.h"
 
+#include <string>
+
 #include <spdlog/spdlog.h>
 
 namespace conveyor {
@@ -25,8 +27,10 @@ DecodeDevices::Device DecodeDevices::For(int index, const std::string& vaapi_nod
                             : media::HwDecodeDevice::OpenVaapi(target->pci_bus_id, vaapi_node);
   if (opened.ok()) {
     d.device = std::move(opened).value();
-    spdlog::info("decode: {} decodes through FFmpeg's {} hwaccel ({} frames)", w.worker->Describe(), target->api,
-                 target->device_frames() ? "device" : "host");
+    const int engines = d.device->engines();
+    spdlog::info("decode: {} decodes through FFmpeg's {} hwaccel ({} frames, {})", w.worker->Describe(), target->api,
+                 target->device_frames() ? "device" : "host",
+                 engines > 0 ? std::to_string(engines) + " decode engines" : "decode engines uncounted");
   } else {
     d.why_none = "the video engines of " + w.worker->Describe() + " did not open: " + opened.status().message();
     spdlog::warn("decode: {}; its sessions decode on the CPU", d.why_none);
@@ -38,6 +42,12 @@ uint64_t DecodeDevices::HeldSurfaceBytes(int index) const {
   std::lock_guard<std::mutex> lock(mu_);
   if (index < 0 || index >= static_cast<int>(devices_.size()) || !devices_[index].device) return 0;
   return devices_[index].device->held_surface_bytes();
+}
+
+int DecodeDevices::Engines(int index) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (index < 0 || index >= static_cast<int>(devices_.size()) || !devices_[index].device) return -1;
+  return devices_[index].device->engines();
 }
 
 }  // namespace conveyor

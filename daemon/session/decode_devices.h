@@ -1,6 +1,6 @@
 // The video engines of each GPU worker: FFmpeg's hardware device (media::HwDecodeDevice)
-// on the worker's GPU, opened when a session first needs it and kept for the daemon's
-// life, shared by every session on that worker.
+// on the worker's GPU, opened at start (decode auto or gpu) or when a session first needs
+// it, and kept for the daemon's life, shared by every session on that worker.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +28,9 @@ class DecodeDevices {
   Device For(int index, const std::string& vaapi_node);
   // Device bytes of decoded surfaces held on worker `index`'s way to its encoder.
   uint64_t HeldSurfaceBytes(int index) const;
+  // Worker `index`'s video decode engines as the driver counts them; -1 when unknown or
+  // its device is not open.
+  int Engines(int index) const;
 
  private:
   const Scheduler* const scheduler_;

@@ -40,6 +40,13 @@ SessionManager::SessionManager(Scheduler* scheduler, SessionOptions options, Ses
   }
   decode_balancer_ =
       std::make_shared<DecodeBalancer>(scheduler->num_workers(), DecodeBalancer::SystemSampler(pci_bus_ids));
+  // The video engines open now rather than at the first session that decodes: the log
+  // says at start whether they work, and the engine count is there for the metrics.
+  if (options_.decode != media::DecodeMode::kCpu) {
+    for (int i = 0; i < scheduler->num_workers(); ++i) {
+      if (scheduler->worker(i).info.is_gpu()) decode_devices_.For(i, options_.vaapi_device);
+    }
+  }
   reaper_ = std::thread([this] { ReapLoop(); });
 }
 

@@ -76,7 +76,7 @@ class SessionManager {
   bool SchedulerBusy() const;
 
   Scheduler* const scheduler_;
-  DecodeDevices decode_devices_;  // the GPU workers' video engines, opened at first need
+  DecodeDevices decode_devices_;  // the GPU workers' video engines, opened at start (or first need)
   std::shared_ptr<DecodeBalancer> decode_balancer_;  // auto sessions between engines and CPU
   mutable std::mutex mu_;
   SessionOptions options_;  // guarded by mu_

@@ -53,6 +53,8 @@ std::string PopulatedScrape(Registry& r) {
   ScopedCallback heap_free = std::move(m->BindHeapFree([] { return 4194304.0; }).value());
   ScopedCallback pinned_in_use = std::move(m->BindPinnedInput("in_use", [] { return 32505856.0; }).value());
   ScopedCallback pinned_idle = std::move(m->BindPinnedInput("idle", [] { return 65011712.0; }).value());
+  ScopedCallback surfaces = std::move(m->BindDecoderSurfaces("gpu0", [] { return 6266880.0; }).value());
+  ScopedCallback engines = std::move(m->BindVideoEngines("gpu0", [] { return 7.0; }).value());
   for (const char* device : {"cpu", "gpu0"}) {
     DeviceMetrics d = m->ForDevice(device).value();
     d.frames_in->Inc(10);
@@ -123,6 +125,8 @@ TEST(DaemonMetrics, FullScrapeHasEveryFamily) {
            "conveyor_pinned_memory_in_use_bytes{device=\"cpu\"} 8388608\n",
            "conveyor_device_memory_used_bytes{device=\"gpu0\"} 536870912\n",
            "conveyor_worker_restarts_total{device=\"cpu\"} 1\n",
+           "conveyor_decoder_surface_bytes{device=\"gpu0\"} 6266880\n",
+           "conveyor_video_engines{device=\"gpu0\"} 7\n",
        }) {
     EXPECT_NE(text.find(line), std::string::npos) << "missing: " << line << "in:\n" << text;
   }

@@ -64,23 +64,57 @@ StatusOr<v1::ServerStatus> WaitForQuiet(v1::Transcoder::Stub* stub, double timeo
                     std::to_string(status.workers_size() ? status.workers(0).sessions() : 0));
 }
 
-StatusOr<std::map<std::string, double>> ScrapeMetrics(int port) {
+StatusOr<std::map<std::string, double>> ScrapeSeries(int port) {
   httplib::Client client("127.0.0.1", port);
   client.set_connection_timeout(2);
   client.set_read_timeout(5);
   const auto reply = client.Get("/metrics");
   if (!reply) return Unavailable("GET /metrics on port " + std::to_string(port) + ": no answer");
   if (reply->status != 200) return Unavailable("GET /metrics: HTTP " + std::to_string(reply->status));
-  std::map<std::string, double> sums;
+  std::map<std::string, double> series;
   std::istringstream lines(reply->body);
   for (std::string line; std::getline(lines, line);) {
     if (line.empty() || line[0] == '#') continue;
-    const size_t name_end = line.find_first_of("{ ");
     const size_t value_at = line.rfind(' ');
-    if (name_end == std::string::npos || value_at == std::string::npos) continue;
-    sums[line.substr(0, name_end)] += std::strtod(line.c_str() + value_at + 1, nullptr);
+    if (value_at == std::string::npos) continue;
+    series[line.substr(0, value_at)] = std::strtod(line.c_str() + value_at + 1, nullptr);
   }
+  return series;
+}
+
+StatusOr<std::map<std::string, double>> ScrapeMetrics(int port) {
+  StatusOr<std::map<std::string, double>> series = ScrapeSeries(port);
+  if (!series.ok()) return series.status();
+  std::map<std::string, double> sums;
+  for (const auto& [name, value] : *series) sums[name.substr(0, name.find('{'))] += value;
   return sums;
+}
+
+bool WaitForHeapRelease(int metrics_port, double seen, double timeout_s) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (std::chrono::steady_clock::now() < give_up) {
+    StatusOr<std::map<std::string, double>> m = ScrapeMetrics(metrics_port);
+    if (m.ok() && m->count("conveyor_idle_heap_releases_total") > 0 &&
+        m->at("conveyor_idle_heap_releases_total") > seen) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return false;
+}
+
+uint64_t SettledRss(const e2e::DaemonProcess& daemon) {
+  using Clock = std::chrono::steady_clock;
+  uint64_t last = daemon.RssBytes();
+  const Clock::time_point give_up = Clock::now() + std::chrono::seconds(10);
+  for (Clock::time_point since = Clock::now(); Clock::now() < give_up;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    const uint64_t now = daemon.RssBytes();
+    if (now > last + (1 << 20) || now + (1 << 20) < last) since = Clock::now();  // moved by over 1 MiB
+    if (Clock::now() - since >= std::chrono::milliseconds(1500)) return now;
+    last = now;
+  }
+  return last;
 }
 
 bool ProcessAlive(pid_t pid) {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "conveyor/v1/transcoder.grpc.pb.h"
+#include "daemon_process.h"
 #include "status.h"
 
 namespace conveyor::soak {
@@ -32,6 +33,16 @@ StatusOr<v1::ServerStatus> WaitForQuiet(v1::Transcoder::Stub* stub, double timeo
 // GET /metrics: each family's value summed over its label sets ("conveyor_queue_depth").
 // Histograms show as their _count and _sum series.
 StatusOr<std::map<std::string, double>> ScrapeMetrics(int port);
+// GET /metrics: every series as exposed, by its name and labels
+// ("conveyor_decode_sessions_total{decoder=\"gpu\"}").
+StatusOr<std::map<std::string, double>> ScrapeSeries(int port);
+
+// Waits until conveyor_idle_heap_releases_total is past `seen`; false at the timeout.
+bool WaitForHeapRelease(int metrics_port, double seen, double timeout_s);
+
+// The daemon's RSS once it has stopped moving (by 1 MiB in 1.5 s; at most 10 s): the last
+// sessions' threads and connections are still being let go when it turns idle.
+uint64_t SettledRss(const e2e::DaemonProcess& daemon);
 
 // The process is alive and not a zombie (it has not exited, so it never restarted).
 bool ProcessAlive(pid_t pid);

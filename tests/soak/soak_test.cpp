@@ -129,35 +129,6 @@ void WriteText(const std::string& path, const std::string& text) {
   std::fclose(f);
 }
 
-// The daemon's RSS once it has stopped moving (by 1 MiB in 1.5 s; at most 10 s): the last
-// sessions' threads and connections are still being let go when it turns idle.
-uint64_t SettledRss(const e2e::DaemonProcess& daemon) {
-  uint64_t last = daemon.RssBytes();
-  const Clock::time_point give_up = Clock::now() + std::chrono::seconds(10);
-  for (Clock::time_point since = Clock::now(); Clock::now() < give_up;) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    const uint64_t now = daemon.RssBytes();
-    if (now > last + (1 << 20) || now + (1 << 20) < last) since = Clock::now();  // moved by over 1 MiB
-    if (SecondsSince(since) >= 1.5) return now;
-    last = now;
-  }
-  return last;
-}
-
-// Waits until conveyor_idle_heap_releases_total is past `seen`; false at the timeout.
-bool WaitForHeapRelease(int metrics_port, double seen, double timeout_s) {
-  const Clock::time_point start = Clock::now();
-  while (SecondsSince(start) < timeout_s) {
-    StatusOr<std::map<std::string, double>> m = ScrapeMetrics(metrics_port);
-    if (m.ok() && m->count("conveyor_idle_heap_releases_total") > 0 &&
-        m->at("conveyor_idle_heap_releases_total") > seen) {
-      return true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  return false;
-}
-
 // Runs every stream alone on a daemon without fault injection: the references.
 std::vector<Reference> SoloRuns(const std::vector<StreamSpec>& specs) {
   e2e::DaemonProcess solo;

@@ -24,7 +24,7 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 start() {  # start NAME [CONFIG]: a daemon on a unix socket in $work, with that config file
   local name=$1
   ./$B/bin/conveyord --config "${2:-}" --listen "unix:$work/$name.sock" --metrics-listen 127.0.0.1:0 \
-    2>"$work/$name.log" &
+    --endpoints-file "$work/$name.endpoints" 2>"$work/$name.log" &
   for _ in $(seq 100); do [[ -S $work/$name.sock ]] && break; sleep 0.1; done
   [[ -S $work/$name.sock ]] || { fail "daemon $name did not start: $(tail -3 "$work/$name.log")"; }
 }
@@ -34,6 +34,13 @@ start host "$work/host.toml"
 printf '[decode]\nfault_at_packet = 8\n' >"$work/fault.toml"
 start fault "$work/fault.toml"
 ctl() { ./$B/bin/conveyorctl --target "unix:$work/$1.sock" "${@:2}"; }
+# The engines the driver counts: in the start-up log and as conveyor_video_engines.
+grep -m1 "decode engines" "$work/device.log" || fail "the device daemon's log does not count the decode engines"
+metrics=$(awk '$1 == "metrics" {print $2}' "$work/device.endpoints")
+engines=$(python3 -c "import urllib.request, sys; print(urllib.request.urlopen('http://$metrics/metrics').read().decode())" |
+  awk '$1 ~ /^conveyor_video_engines[{]/ {print $1, $2}')
+echo "metrics: ${engines:-no conveyor_video_engines series}"
+[[ $engines =~ \ [1-9][0-9]*$ ]] || fail "conveyor_video_engines does not count the decode engines"
 cases=0
 for clip in decode/*; do
   name=$(basename "$clip"); name=${name%.*}

@@ -4,7 +4,9 @@
 # and soak_tests on the bundle's libraries. Unpacks outside the folder, so that nothing
 # unpacked travels next time. CONVEYOR_E2E_WORKERS=cpu runs the same on the CPU worker
 # (a check of the packaging on a host without a GPU); CONVEYOR_SOAK_SECONDS (60 here)
-# and the other CONVEYOR_SOAK_* variables pass through (soak_test.cpp).
+# and the other CONVEYOR_SOAK_* variables pass through (soak_test.cpp), as do
+# CONVEYOR_DECODE_SOAK_SECONDS and _WARMUP_SECONDS (decode_soak_test.cpp) and GTEST_FILTER
+# (Soak.Decode* runs the decode soak alone).
 set -uo pipefail
 cd "${BUNDLE_DIR:-$(dirname "$0")}"
 here=$PWD
@@ -19,6 +21,7 @@ echo "== conveyord doctor"
 export CONVEYOR_E2E_CONVEYORD=$work/$B/bin/conveyord
 export CONVEYOR_E2E_WORKERS=${CONVEYOR_E2E_WORKERS:-gpu}
 export CONVEYOR_SOAK_MEDIA=$here/h264.mkv
+export CONVEYOR_DECODE_SOAK_MEDIA=$here/decode
 export CONVEYOR_SOAK_SECONDS=${CONVEYOR_SOAK_SECONDS:-60}
 # The soak reads one worker's counters: one GPU.
 export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}

@@ -1,0 +1,14 @@
+// How many video decode engines (NVDEC) an NVIDIA GPU has, from the driver's
+// cuvidGetDecoderCaps, read through libnvcuvid.so.1 loaded at run time (as FFmpeg's nvdec
+// loads it), so that nothing NVIDIA is needed to build or start the daemon.
+#pragma once
+
+namespace conveyor::media {
+
+// The engines of the GPU whose CUDA context is `cu_context` (a CUcontext) that decode
+// H.264 4:2:0 8-bit: the driver counts them per codec, and every NVDEC takes H.264.
+// -1 when the driver's libraries or the query are not there (no NVIDIA driver, a driver
+// without the count).
+int NvdecEngineCount(void* cu_context);
+
+}  // namespace conveyor::media

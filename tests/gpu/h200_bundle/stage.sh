@@ -18,7 +18,7 @@ cmake --build build/nvidia --target bundle conveyor-bench-daemon conveyor-bench-
 rm -rf .h200 && mkdir -p .h200/stage
 name=$(basename build/nvidia/conveyor-bundle-*-nvidia-x86_64.tar.gz .tar.gz)
 tar xzf "build/nvidia/$name.tar.gz" -C .h200/stage
-tar cf - -C .h200/stage "$name" | xz -6 -T2 > .h200/bundle.tar.xz
+tar cf - -C .h200/stage "$name" | xz -9e -T2 > .h200/bundle.tar.xz
 # The references must find every library in the bundle (or among the host's base ones that
 # make-bundle.sh leaves out), or they would time different code from the daemon's.
 refs=(build/nvidia/tests/bench/daemon/conveyor-bench-libav-{mjpeg,decode})

@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <grp.h>
+#include <netdb.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -77,6 +79,34 @@ void GiveSocketToGroup(const std::string& path, const std::string& group) {
   }
 }
 
+// Why gRPC could not bind the TCP address `a` (it says only that it could not): the error
+// a plain bind() of the same address gets, e.g. "Address already in use".
+std::string WhyNotBound(const config::ListenAddress& a) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  const int rc = getaddrinfo(a.host.empty() ? nullptr : a.host.c_str(), std::to_string(a.port).c_str(), &hints, &found);
+  if (rc != 0) return gai_strerror(rc);
+  std::string why = "gRPC did not say why";
+  for (addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
+    const int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) continue;
+    const int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);  // as gRPC sets it
+    const bool bound = bind(fd, ai->ai_addr, ai->ai_addrlen) == 0;
+    const int err = errno;
+    close(fd);
+    if (!bound) {
+      why = std::strerror(err);
+      break;
+    }
+  }
+  freeaddrinfo(found);
+  return why;
+}
+
 }  // namespace
 
 RpcServer::RpcServer(SessionManager* manager, const std::string& version) : service_(manager, version) {}
@@ -108,6 +138,9 @@ StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(const config::DaemonConfig
   std::unique_ptr<RpcServer> rpc(new RpcServer(manager, version));
   rpc->service_.set_authenticator(std::move(auth));
   grpc::ServerBuilder builder;
+  // gRPC sets SO_REUSEPORT by default, with which a second conveyord binds the same port and
+  // the kernel splits new connections between the two: a daemon must own its address.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   std::vector<int> ports(listen.size(), 0);
   for (size_t i = 0; i < listen.size(); ++i) {
     RETURN_IF_ERROR(config::PrepareUnixSocket(listen[i]));
@@ -118,12 +151,18 @@ StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(const config::DaemonConfig
   }
   builder.RegisterService(&rpc->service_);
   rpc->server_ = builder.BuildAndStart();
-  if (!rpc->server_) return Unavailable("gRPC server failed to start (see the log for the address it could not bind)");
+  // gRPC binds the addresses in order and stops at the first it cannot bind (no server
+  // then): that one is the first whose port is still 0.
   for (size_t i = 0; i < listen.size(); ++i) {
-    if (ports[i] == 0) {
-      rpc->server_->Shutdown();
-      return Unavailable("could not bind " + listen[i].ToString());
-    }
+    if (ports[i] != 0) continue;
+    if (rpc->server_) rpc->server_->Shutdown();
+    const bool tcp = listen[i].kind == config::ListenAddress::Kind::kTcp;
+    return Unavailable("listen: could not bind " + listen[i].ToString() +
+                       (tcp ? ": " + WhyNotBound(listen[i]) + " (another conveyord, or another server, on that port?)"
+                            : std::string()));
+  }
+  if (!rpc->server_) return Unavailable("gRPC server failed to start (see the log)");
+  for (size_t i = 0; i < listen.size(); ++i) {
     if (listen[i].kind == config::ListenAddress::Kind::kUnix) {
       GiveSocketToGroup(listen[i].path, config.socket_group);
       chmod(listen[i].path.c_str(), 0660);  // owner and group (see the systemd unit)

@@ -71,10 +71,11 @@ build_sanitized() {
 }
 
 # Tests that skip by design on this host, each printing its reason: worker_test's /cpu
-# cases of GPU-only behaviour everywhere; the GPU tests where no GPU device is present;
+# cases of GPU-only behaviour everywhere; the GPU tests and the decode soak (it needs the
+# video engines) where no GPU device is present;
 # the unwritable-directory test when run as root (root may write anywhere).
 expected_skips='^worker\..*/cpu( |$)'
-if [[ ! -e /dev/nvidiactl && ! -e /dev/kfd ]]; then expected_skips+='|^(gpu|worker)\.'; fi
+if [[ ! -e /dev/nvidiactl && ! -e /dev/kfd ]]; then expected_skips+='|^(gpu|worker)\.|^soak\.Soak\.DecodeMix'; fi
 if (($(id -u) == 0)); then expected_skips+='|^config\.DefaultSocketPath\.SystemDirSkippedWhenNotWritable$'; fi
 
 # ctest_stage NAME [ctest arguments...]: runs build/NAME's tests, then fails unless at

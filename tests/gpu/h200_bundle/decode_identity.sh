@@ -76,7 +76,7 @@ for clip in decode/*; do
 done
 # same_tail A B N: the last N JPEGs of output folders A and B are byte for byte the same.
 same_tail() {
-  local a b
+  local a b i
   mapfile -t a < <(ls "$1" | sort | tail -n "$3")
   mapfile -t b < <(ls "$2" | sort | tail -n "$3")
   ((${#a[@]} == $3 && ${#b[@]} == $3)) || return 1

@@ -84,6 +84,19 @@ void HttpEndpoint::Route() {
   server_->Get("/readyz", [this, probe](const httplib::Request&, httplib::Response& res) {
     probe(hooks_.ready, res);
   });
+  // The three paths are read-only: another method gets 405 with Allow, as HTTP says,
+  // rather than httplib's 400 for a method it has no handler for.
+  auto not_allowed = [](const httplib::Request& req, httplib::Response& res) {
+    res.status = 405;
+    res.set_header("Allow", "GET, HEAD");
+    res.set_content(req.method + " is not allowed here; use GET\n", "text/plain; charset=utf-8");
+  };
+  for (const char* path : {"/metrics", "/healthz", "/readyz"}) {
+    server_->Post(path, not_allowed);
+    server_->Put(path, not_allowed);
+    server_->Patch(path, not_allowed);
+    server_->Delete(path, not_allowed);
+  }
 }
 
 void HttpEndpoint::Stop() {

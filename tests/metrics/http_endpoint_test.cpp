@@ -6,6 +6,7 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <string>
 
 #include "exposition.h"
 
@@ -75,6 +76,34 @@ TEST(HttpEndpoint, ServesMetricsAndProbes) {
   httplib::Client after("127.0.0.1", (*e)->port());
   after.set_connection_timeout(0, 200000);
   EXPECT_FALSE(after.Get("/healthz")) << "still serving after Stop()";
+}
+
+TEST(HttpEndpoint, OtherMethodsThanGetAre405WithAllow) {
+  Registry r;
+  HttpEndpoint::Hooks hooks;
+  hooks.registry = &r;
+  StatusOr<std::unique_ptr<HttpEndpoint>> e = HttpEndpoint::Start("127.0.0.1:0", hooks);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  httplib::Client client("127.0.0.1", (*e)->port());
+  for (const char* path : {"/metrics", "/healthz", "/readyz"}) {
+    for (const char* method : {"POST", "PUT", "PATCH", "DELETE"}) {
+      const std::string m = method;
+      httplib::Result res = m == "POST"    ? client.Post(path, "x", "text/plain")
+                            : m == "PUT"   ? client.Put(path, "x", "text/plain")
+                            : m == "PATCH" ? client.Patch(path, "x", "text/plain")
+                                           : client.Delete(path);
+      ASSERT_TRUE(res) << method << " " << path << ": " << httplib::to_string(res.error());
+      EXPECT_EQ(res->status, 405) << method << " " << path;
+      EXPECT_EQ(res->get_header_value("Allow"), "GET, HEAD") << method << " " << path;
+    }
+    httplib::Result head = client.Head(path);
+    ASSERT_TRUE(head) << path;
+    EXPECT_EQ(head->status, 200) << path;
+  }
+  // A path that does not exist is still 404, whatever the method.
+  httplib::Result missing = client.Post("/nothing", "x", "text/plain");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
 }
 
 TEST(HttpEndpoint, UnsetHooksMeanAliveAndReady) {

@@ -97,7 +97,9 @@ StatusOr<CommandLine> ParseCommandLine(int argc, const char* const* argv,
   CLI::App app("conveyord: the Conveyor GPU video transcode daemon.", "conveyord");
   app.footer(
       "Flags override the config file. Every key of the file, with its default and "
-      "comment:\n  conveyord --config \"\" --print-config");
+      "comment:\n  conveyord --config \"\" --print-config\n\n"
+      "Checking the host (GPU, driver, runtime, environment) before serving:\n"
+      "  conveyord doctor [--help]");
   app.set_version_flag("--version", std::string("conveyord ") + ConveyorVersion());
 
   std::string config_path;

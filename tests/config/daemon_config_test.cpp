@@ -488,6 +488,8 @@ TEST(CommandLine, HelpVersionAndPrintConfigExitNow) {
                            "--idle-timeout", "--drain-timeout", "--version", "--print-config"}) {
     EXPECT_NE(help->output.find(flag), std::string::npos) << flag << "\n" << help->output;
   }
+  // The subcommand, which is not a flag, is named too.
+  EXPECT_NE(help->output.find("conveyord doctor"), std::string::npos) << help->output;
   auto version = Parse({"--version"}, none);
   ASSERT_TRUE(version.ok());
   EXPECT_TRUE(version->exit_now);

@@ -109,7 +109,9 @@ std::string FormatError(const Status& s) {
 
 Status RpcError(const grpc::Status& s, const ClientOptions& client) {
   Status st = FromGrpcStatus(s);
-  if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
+  // The hint only where no connection was made: an UNAVAILABLE that the daemon itself
+  // answered (draining, a drain timeout, a worker gone) has its own reason.
+  if (s.error_code() == grpc::StatusCode::UNAVAILABLE && s.error_message().find("failed to connect") != std::string::npos) {
     st = Status(st.code(),
                 st.message() + " (is conveyord listening on " + client.target.ToString() + "?)");
   }

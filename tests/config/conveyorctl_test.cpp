@@ -377,6 +377,15 @@ TEST_F(ConveyorctlTest, NothingIsCreatedWhenTheDaemonRefusesTheJob) {
   EXPECT_EQ(Leftovers(dir_.path(), {}), std::vector<std::string>{});
 }
 
+TEST_F(ConveyorctlTest, TheDaemonsOwnUnavailableGetsNoHintAboutListening) {
+  WriteWholeFile(Path("in.mp4"), "container");
+  fake_.mode = FakeTranscoder::Mode::kFailAfterSpec;
+  fake_.status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is draining; retry on another instance");
+  EXPECT_EQ(Run({"transcode", Path("in.mp4"), "-o", Path("frames")}), kExitFailed);
+  EXPECT_NE(err_.find("UNAVAILABLE: the server is draining"), std::string::npos) << err_;
+  EXPECT_EQ(err_.find("is conveyord listening"), std::string::npos) << err_;
+}
+
 TEST_F(ConveyorctlTest, ContainerOutputGoesToOneFilePerRendition) {
   WriteWholeFile(Path("in.mp4"), "container");
   fake_.responses = {Started(), Chunk(0, "abc"), Chunk(1, "12"), Chunk(0, "def"), Summary()};

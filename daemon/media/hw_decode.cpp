@@ -69,9 +69,7 @@ StatusOr<std::shared_ptr<HwDecodeDevice>> HwDecodeDevice::OpenCuda(int device, v
       av_buffer_unref(&ref);
       return Unavailable(FfmpegError(err, "av_hwdevice_ctx_init(cuda)").message() + " (no libcuda.so.1 from the driver?)");
     }
-    std::shared_ptr<HwDecodeDevice> d(new HwDecodeDevice(ref, AV_HWDEVICE_TYPE_CUDA, AV_PIX_FMT_CUDA));
-    d->engines_ = NvdecEngineCount(context);
-    return d;
+    return OwnCudaDevice(ref);
   }
   AVDictionary* opts = nullptr;
   // The primary context is the one the CUDA runtime (and so the worker) uses on that
@@ -85,10 +83,14 @@ StatusOr<std::shared_ptr<HwDecodeDevice>> HwDecodeDevice::OpenCuda(int device, v
                        " (FFmpeg without CUDA, or no libcuda.so.1 from the driver)");
   }
   auto* hw = reinterpret_cast<AVHWDeviceContext*>(ref->data);
-  auto* cuda = static_cast<AVCUDADeviceContext*>(hw->hwctx);
-  cuda->stream = static_cast<CUstream>(stream);
+  static_cast<AVCUDADeviceContext*>(hw->hwctx)->stream = static_cast<CUstream>(stream);
+  return OwnCudaDevice(ref);
+}
+
+std::shared_ptr<HwDecodeDevice> HwDecodeDevice::OwnCudaDevice(AVBufferRef* ref) {
   std::shared_ptr<HwDecodeDevice> d(new HwDecodeDevice(ref, AV_HWDEVICE_TYPE_CUDA, AV_PIX_FMT_CUDA));
-  d->engines_ = NvdecEngineCount(cuda->cuda_ctx);
+  const auto* hw = reinterpret_cast<const AVHWDeviceContext*>(ref->data);
+  d->engines_ = NvdecEngineCount(static_cast<const AVCUDADeviceContext*>(hw->hwctx)->cuda_ctx);
   return d;
 }
 
@@ -111,6 +113,10 @@ bool DecoderTakes(const AVCodec* codec, AVHWDeviceType type, std::string* why) {
     if (why != nullptr) *why = std::move(reason);
     return false;
   };
+  const auto no_hwaccel = [&] {
+    return refuse(std::string("FFmpeg's ") + codec->name + " decoder has no " + av_hwdevice_get_type_name(type) +
+                  " hwaccel");
+  };
   switch (codec->id) {
     case AV_CODEC_ID_H264:
     case AV_CODEC_ID_HEVC:
@@ -125,15 +131,11 @@ bool DecoderTakes(const AVCodec* codec, AVHWDeviceType type, std::string* why) {
       return refuse(std::string("the video engines' ") + codec->name +
                     " pictures are not the CPU decoder's (its IDCT is not exact)");
     default:
-      return refuse(std::string("FFmpeg's ") + codec->name + " decoder has no " +
-                    av_hwdevice_get_type_name(type) + " hwaccel");
+      return no_hwaccel();
   }
   for (int i = 0;; ++i) {
     const AVCodecHWConfig* c = avcodec_get_hw_config(codec, i);
-    if (c == nullptr) {
-      return refuse(std::string("FFmpeg's ") + codec->name + " decoder has no " + av_hwdevice_get_type_name(type) +
-                    " hwaccel");
-    }
+    if (c == nullptr) return no_hwaccel();
     if ((c->methods & AV_CODEC_HW_CONFIG_METHOD_HW_DEVICE_CTX) != 0 && c->device_type == type) return true;
   }
 }

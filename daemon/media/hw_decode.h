@@ -73,6 +73,8 @@ class HwDecodeDevice {
  private:
   friend class DeviceFrameOwner;
   HwDecodeDevice(AVBufferRef* device, AVHWDeviceType type, AVPixelFormat hw_format);
+  // Takes `ref`, an initialised CUDA device, and counts its context's engines.
+  static std::shared_ptr<HwDecodeDevice> OwnCudaDevice(AVBufferRef* ref);
   AVBufferRef* device_;
   const AVHWDeviceType type_;
   const AVPixelFormat hw_format_;

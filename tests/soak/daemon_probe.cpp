@@ -82,12 +82,16 @@ StatusOr<std::map<std::string, double>> ScrapeSeries(int port) {
   return series;
 }
 
+std::map<std::string, double> SumByFamily(const std::map<std::string, double>& series) {
+  std::map<std::string, double> sums;
+  for (const auto& [name, value] : series) sums[name.substr(0, name.find('{'))] += value;
+  return sums;
+}
+
 StatusOr<std::map<std::string, double>> ScrapeMetrics(int port) {
   StatusOr<std::map<std::string, double>> series = ScrapeSeries(port);
   if (!series.ok()) return series.status();
-  std::map<std::string, double> sums;
-  for (const auto& [name, value] : *series) sums[name.substr(0, name.find('{'))] += value;
-  return sums;
+  return SumByFamily(*series);
 }
 
 bool WaitForHeapRelease(int metrics_port, double seen, double timeout_s) {

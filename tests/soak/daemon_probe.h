@@ -36,6 +36,8 @@ StatusOr<std::map<std::string, double>> ScrapeMetrics(int port);
 // GET /metrics: every series as exposed, by its name and labels
 // ("conveyor_decode_sessions_total{decoder=\"gpu\"}").
 StatusOr<std::map<std::string, double>> ScrapeSeries(int port);
+// Series (ScrapeSeries) summed by family, as ScrapeMetrics gives them.
+std::map<std::string, double> SumByFamily(const std::map<std::string, double>& series);
 
 // Waits until conveyor_idle_heap_releases_total is past `seen`; false at the timeout.
 bool WaitForHeapRelease(int metrics_port, double seen, double timeout_s);

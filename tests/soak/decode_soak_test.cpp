@@ -30,6 +30,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <string>
@@ -89,11 +90,11 @@ double GpuMemoryUsedMiB() {
   const char* device = std::getenv("CUDA_VISIBLE_DEVICES");
   const std::string cmd = std::string("nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i ") +
                           (device != nullptr && *device != '\0' ? device : "0") + " 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return -1;
+  std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
+  if (!p) return -1;
   char line[64] = {};
-  const bool got = std::fgets(line, sizeof line, p) != nullptr;
-  const int rc = pclose(p);
+  const bool got = std::fgets(line, sizeof line, p.get()) != nullptr;
+  const int rc = pclose(p.release());  // its exit status
   return got && rc == 0 ? std::atof(line) : -1;
 }
 
@@ -129,16 +130,6 @@ void RunDecodeMix(const ClientEnv& env, const std::vector<std::vector<StreamSpec
 double Series(const std::map<std::string, double>& m, const std::string& name) {
   const auto it = m.find(name);
   return it == m.end() ? 0 : it->second;
-}
-
-double Sum(const std::map<std::string, double>& m, const std::string& family) {
-  double sum = 0;
-  for (const auto& [name, value] : m) {
-    if (name.compare(0, family.size(), family) == 0 && (name.size() == family.size() || name[family.size()] == '{')) {
-      sum += value;
-    }
-  }
-  return sum;
 }
 
 TEST(Soak, DecodeMixOnTheVideoEnginesAndTheCpuLeavesNothingHeld) {
@@ -218,6 +209,7 @@ TEST(Soak, DecodeMixOnTheVideoEnginesAndTheCpuLeavesNothingHeld) {
   const double gpu_after = GpuMemoryUsedMiB();
   StatusOr<std::map<std::string, double>> after = ScrapeSeries(metrics_port);
   ASSERT_TRUE(after.ok()) << after.status().ToString();
+  const std::map<std::string, double> family_before = SumByFamily(*before), family_after = SumByFamily(*after);
 
   size_t problems = 0, good = 0, cancels = 0, frames = 0;
   for (size_t i = 0; i < mix.records.size(); ++i) {
@@ -245,8 +237,10 @@ TEST(Soak, DecodeMixOnTheVideoEnginesAndTheCpuLeavesNothingHeld) {
               delta("conveyor_decode_failovers_total{reason=\"balance\"}"));
   std::printf("  held after    decoder surfaces %.0f B, worker device memory %.0f B (%.0f B before), pinned in "
               "use %.0f B\n",
-              Sum(*after, "conveyor_decoder_surface_bytes"), Sum(*after, "conveyor_device_memory_used_bytes"),
-              Sum(*before, "conveyor_device_memory_used_bytes"), Sum(*after, "conveyor_pinned_memory_in_use_bytes"));
+              Series(family_after, "conveyor_decoder_surface_bytes"),
+              Series(family_after, "conveyor_device_memory_used_bytes"),
+              Series(family_before, "conveyor_device_memory_used_bytes"),
+              Series(family_after, "conveyor_pinned_memory_in_use_bytes"));
   std::printf("  GPU memory    %.0f MiB in use after the warm-up, %.0f MiB after the soak (nvidia-smi)\n",
               gpu_before, gpu_after);
   std::printf("  RSS           %.1f MiB after the warm-up, %.1f MiB after the soak (%+.1f %%)\n\n",
@@ -256,10 +250,11 @@ TEST(Soak, DecodeMixOnTheVideoEnginesAndTheCpuLeavesNothingHeld) {
   EXPECT_GT(gpu_sessions, 0) << "no session decoded on the video engines";
   EXPECT_GT(cpu_sessions, 0) << "no session decoded on the CPU";
   EXPECT_EQ(delta("conveyor_decode_failovers_total{reason=\"error\"}"), 0) << "an engine error moved a session";
-  EXPECT_EQ(Sum(*after, "conveyor_sessions_active"), 0);
-  EXPECT_EQ(Sum(*after, "conveyor_decoder_surface_bytes"), 0) << "decoded surfaces still held";
-  EXPECT_EQ(Sum(*after, "conveyor_pinned_memory_in_use_bytes"), 0);
-  EXPECT_EQ(Sum(*after, "conveyor_device_memory_used_bytes"), Sum(*before, "conveyor_device_memory_used_bytes"));
+  EXPECT_EQ(Series(family_after, "conveyor_sessions_active"), 0);
+  EXPECT_EQ(Series(family_after, "conveyor_decoder_surface_bytes"), 0) << "decoded surfaces still held";
+  EXPECT_EQ(Series(family_after, "conveyor_pinned_memory_in_use_bytes"), 0);
+  EXPECT_EQ(Series(family_after, "conveyor_device_memory_used_bytes"),
+            Series(family_before, "conveyor_device_memory_used_bytes"));
   if (gpu_before < 0 || gpu_after < 0) {
     std::printf("decode soak: no nvidia-smi; the GPU's memory is checked through the daemon's gauges only\n");
   } else {

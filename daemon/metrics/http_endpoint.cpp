@@ -4,9 +4,11 @@
 #include <httplib.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 
+#include "bounded_http_server.h"
 #include "exposition.h"
 #include "listen_address.h"
 
@@ -22,8 +24,7 @@ StatusOr<HttpListen> ParseHttpListen(const std::string& text) {
   return HttpListen{a.host, a.port};
 }
 
-HttpEndpoint::HttpEndpoint(Hooks hooks, std::string host)
-    : hooks_(std::move(hooks)), host_(std::move(host)), server_(std::make_unique<httplib::Server>()) {}
+HttpEndpoint::HttpEndpoint(Hooks hooks, std::string host) : hooks_(std::move(hooks)), host_(std::move(host)) {}
 
 HttpEndpoint::~HttpEndpoint() { Stop(); }
 
@@ -31,10 +32,15 @@ StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::string& l
   ASSIGN_OR_RETURN(HttpListen l, ParseHttpListen(listen));
   if (hooks.registry == nullptr) return InvalidArgument("metrics endpoint: no registry given");
   std::unique_ptr<HttpEndpoint> e(new HttpEndpoint(std::move(hooks), l.host));
+  ASSIGN_OR_RETURN(ConnectionCounters counters, e->RegisterOwnMetrics());
+  // The limits' defaults are what this endpoint needs (see ConnectionLimits): a scraper
+  // and a few probes, none of which may wait behind a client that stalls.
+  e->server_ = std::make_unique<BoundedHttpServer>(ConnectionLimits{}, counters);
+  BoundedHttpServer* server = e->server_.get();
+  ASSIGN_OR_RETURN(e->open_connections_, e->open_gauge_->Bind({}, [server] {
+    return static_cast<double>(server->open_connections());
+  }));
   e->Route();
-  // A scraper keeps its connection open between scrapes; a short keep-alive bounds how
-  // long Stop() waits for such an idle connection's thread.
-  e->server_->set_keep_alive_timeout(1);
   // httplib's default sets SO_REUSEPORT, which lets a second conveyord bind the same port
   // and silently take half the scrapes. SO_REUSEADDR alone still allows a quick restart.
   e->server_->set_socket_options([](int sock) {
@@ -50,7 +56,7 @@ StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::string& l
     }
     e->port_ = l.port;
   }
-  httplib::Server* server = e->server_.get();
+  e->server_->WidenBacklog();
   auto ended = std::make_shared<std::atomic<bool>>(false);
   e->thread_ = std::thread([server, ended] {
     server->listen_after_bind();
@@ -68,9 +74,49 @@ StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::string& l
   return e;
 }
 
+StatusOr<ConnectionCounters> HttpEndpoint::RegisterOwnMetrics() {
+  MetricSpec refused;
+  refused.name = "conveyor_http_connections_refused_total";
+  refused.help = "Connections to the metrics endpoint closed at accept, the connection cap being reached.";
+  MetricSpec timed_out;
+  timed_out.name = "conveyor_http_connections_timed_out_total";
+  timed_out.help =
+      "Connections to the metrics endpoint closed because a request did not arrive whole, or its response was "
+      "not taken, within the deadline.";
+  timed_out.label_names = {"phase"};
+  MetricSpec open;
+  open.name = "conveyor_http_open_connections";
+  open.help = "Connections the metrics endpoint is serving now, the scrape's own included.";
+  // One exposition, so a name may be in only one of the two registries.
+  for (const FamilySnapshot& f : hooks_.registry->Collect()) {
+    for (const MetricSpec* own : {&refused, &timed_out, &open}) {
+      if (f.name == own->name) {
+        return InvalidArgument("metrics endpoint: the registry already has " + f.name +
+                               ", which the endpoint exports itself");
+      }
+    }
+  }
+  ASSIGN_OR_RETURN(CounterFamily * refused_family, own_.AddCounter(refused));
+  ASSIGN_OR_RETURN(CounterFamily * timed_out_family, own_.AddCounter(timed_out));
+  ASSIGN_OR_RETURN(open_gauge_, own_.AddCallbackGauge(open));
+  ConnectionCounters c;
+  ASSIGN_OR_RETURN(c.refused, refused_family->WithLabels({}));
+  ASSIGN_OR_RETURN(c.request_timed_out, timed_out_family->WithLabels({"request"}));
+  ASSIGN_OR_RETURN(c.response_timed_out, timed_out_family->WithLabels({"response"}));
+  return c;
+}
+
+std::string HttpEndpoint::Render() const {
+  std::vector<FamilySnapshot> families = hooks_.registry->Collect();
+  for (FamilySnapshot& f : own_.Collect()) families.push_back(std::move(f));
+  std::sort(families.begin(), families.end(),
+            [](const FamilySnapshot& a, const FamilySnapshot& b) { return a.name < b.name; });
+  return RenderText(families);
+}
+
 void HttpEndpoint::Route() {
   server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(RenderText(*hooks_.registry), kExpositionContentType);
+    res.set_content(Render(), kExpositionContentType);
   });
   // Both probes answer with the status's message, so `curl` shows why.
   auto probe = [](const std::function<Status()>& hook, httplib::Response& res) {
@@ -102,6 +148,8 @@ void HttpEndpoint::Route() {
 void HttpEndpoint::Stop() {
   if (!thread_.joinable()) return;
   server_->stop();
+  // Connections waiting on their clients end now rather than at their deadlines.
+  server_->CloseConnections();
   thread_.join();
 }
 

@@ -1,6 +1,8 @@
 // The operations HTTP endpoint: GET /metrics (Prometheus text), /healthz (liveness) and
 // /readyz (readiness), served by cpp-httplib on its own threads. Start() binds and
-// serves; Stop() (or the destructor) closes the socket and joins.
+// serves; Stop() (or the destructor) closes the socket and joins. Slow or stuck clients
+// cannot starve the probes: each connection has its own thread up to a cap, and one that
+// has not sent its whole request within a deadline is closed (BoundedHttpServer).
 #pragma once
 
 #include <functional>
@@ -11,11 +13,10 @@
 #include "metrics_registry.h"
 #include "status.h"
 
-namespace httplib {
-class Server;
-}
-
 namespace conveyor::metrics {
+
+class BoundedHttpServer;
+struct ConnectionCounters;
 
 // "HOST:PORT" or "[IPv6]:PORT" (the TCP half of conveyord's listen syntax; no unix
 // sockets, since Prometheus scrapes over TCP). Port 0 picks a free port.
@@ -38,7 +39,13 @@ class HttpEndpoint {
   };
 
   // Binds `listen` ("127.0.0.1:9100", "[::1]:0") and serves until Stop(). INVALID_ARGUMENT
-  // on a bad address or a missing registry, UNAVAILABLE when the address cannot be bound.
+  // on a bad address, a missing registry or one that already has a family of the
+  // endpoint's own (below), UNAVAILABLE when the address cannot be bound.
+  //
+  // /metrics also carries the endpoint's own families, about its connection limits:
+  // conveyor_http_connections_refused_total (closed at accept, at the cap),
+  // conveyor_http_connections_timed_out_total{phase="request"|"response"} (closed at a
+  // deadline) and conveyor_http_open_connections.
   static StatusOr<std::unique_ptr<HttpEndpoint>> Start(const std::string& listen, Hooks hooks);
 
   ~HttpEndpoint();
@@ -54,12 +61,17 @@ class HttpEndpoint {
 
  private:
   HttpEndpoint(Hooks hooks, std::string host);
+  StatusOr<ConnectionCounters> RegisterOwnMetrics();
   void Route();
+  std::string Render() const;
 
   Hooks hooks_;
   std::string host_;
   int port_ = 0;
-  std::unique_ptr<httplib::Server> server_;
+  Registry own_;  // the endpoint's own families, rendered along with hooks_.registry
+  CallbackGaugeFamily* open_gauge_ = nullptr;
+  std::unique_ptr<BoundedHttpServer> server_;
+  ScopedCallback open_connections_;  // reads server_
   std::thread thread_;
 };
 

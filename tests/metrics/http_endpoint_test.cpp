@@ -41,7 +41,9 @@ TEST(HttpEndpoint, ServesMetricsAndProbes) {
   ASSERT_TRUE(m) << httplib::to_string(m.error());
   EXPECT_EQ(m->status, 200);
   EXPECT_EQ(m->get_header_value("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
-  EXPECT_EQ(m->body, RenderText(r));
+  // The registry's families, and the endpoint's own about its connections.
+  EXPECT_NE(m->body.find(RenderText(r)), std::string::npos) << m->body;
+  EXPECT_NE(m->body.find("\nconveyor_http_open_connections 1\n"), std::string::npos) << m->body;
   EXPECT_NE(m->body.find("http_test_total 42\n"), std::string::npos) << m->body;
 
   httplib::Result h = client.Get("/healthz");
@@ -157,6 +159,18 @@ TEST(HttpEndpoint, BadListenStringsAreRefused) {
   EXPECT_EQ(HttpEndpoint::Start("127.0.0.1:0", {nullptr, {}, {}}).status().code(),
             StatusCode::kInvalidArgument)
       << "a registry is required";
+}
+
+TEST(HttpEndpoint, RegistryWithTheEndpointsOwnFamilyIsRefused) {
+  Registry r;
+  MetricSpec taken;
+  taken.name = "conveyor_http_open_connections";
+  taken.help = "Already here.";
+  ASSERT_TRUE(r.AddGauge(taken).ok());
+  const StatusOr<std::unique_ptr<HttpEndpoint>> e = HttpEndpoint::Start("127.0.0.1:0", {&r, {}, {}});
+  EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(e.status().message().find("conveyor_http_open_connections"), std::string::npos)
+      << e.status().ToString();
 }
 
 TEST(HttpEndpoint, ParsesListenStrings) {

@@ -10,6 +10,7 @@
 
 #include "channel.h"
 #include "daemon_config.h"
+#include "interrupt.h"
 #include "introspect_commands.h"
 #include "listen_address.h"
 #include "transcode_command.h"
@@ -39,7 +40,9 @@ int RunConveyorctl(int argc, const char* const* argv, std::ostream& out, std::os
   app.fallthrough();  // --target, --timeout and the TLS/token flags also after the subcommand
   app.footer(
       "Exit status: 0 success; 1 the call or a local step failed (printed as\n"
-      "'conveyorctl: CODE: message'); 2 a bad command line.");
+      "'conveyorctl: CODE: message'); 2 a bad command line. SIGINT, SIGTERM or SIGHUP\n"
+      "during a transcode cancels the call and cleans up its output (see --keep-partial),\n"
+      "then conveyorctl ends by the same signal; a second signal ends it at once.");
 
   std::string target_text;
   double timeout_s = -1;
@@ -136,9 +139,11 @@ int RunConveyorctl(int argc, const char* const* argv, std::ostream& out, std::os
                             "daemon's decode.mode.")
       ->check(CLI::IsMember({"auto", "gpu", "cpu"}));
   transcode_cmd->add_flag("--keep-partial", t.keep_partial,
-                          "When the call fails, keep what was written (the frames so far, or the container\n"
-                          "cut short under its final name). Without it a failed call leaves nothing: output\n"
-                          "goes to hidden temporary names, renamed into place when the call succeeds.");
+                          "When the call fails or is interrupted (SIGINT, SIGTERM, SIGHUP), keep what was\n"
+                          "written under the final names, as the ffmpeg CLI leaves it: the frames so far, or\n"
+                          "the container cut short (it may lack a duration and an index). Without it such a\n"
+                          "call leaves nothing: each file is written under a hidden temporary name beside it\n"
+                          "(.NAME.PID.N.part), renamed into place when done, and removed on failure.");
   transcode_cmd->add_flag("--strict", t.strict,
                           "Fail on the first decode error, read error or sign of a cut-off input. Without\n"
                           "it, damage is concealed as the ffmpeg CLI conceals it and the summary counts it.");
@@ -186,7 +191,12 @@ int RunConveyorctl(int argc, const char* const* argv, std::ostream& out, std::os
     // The bar goes to stderr, drawn when a person is watching stdout (and stdout is not
     // the output itself).
     t.progress_bar = !no_bar && (bar || (isatty(STDOUT_FILENO) && t.output != "-"));
-    s = RunTranscode(client, t, out, err);
+    InterruptWatch interrupts;
+    s = RunTranscode(client, t, out, err, &interrupts);
+    if (!s.ok() && s.code() == StatusCode::kCancelled && interrupts.signal() != 0) {
+      Fail(err, s);
+      return kExitSignalBase + interrupts.signal();
+    }
   }
   return s.ok() ? kExitOk : Fail(err, s);
 }

@@ -1,10 +1,21 @@
 // conveyorctl: the command-line client of conveyord (status, sessions, cancel,
-// transcode). Everything but the streams it writes to lives in cli.cpp.
+// transcode). Everything but the streams it writes to, and dying of a signal that
+// interrupted it, lives in cli.cpp.
+#include <csignal>
 #include <iostream>
 
 #include "cli.h"
 
 int main(int argc, char** argv) {
   std::ios::sync_with_stdio(false);
-  return conveyor::ctl::RunConveyorctl(argc, argv, std::cout, std::cerr);
+  const int rc = conveyor::ctl::RunConveyorctl(argc, argv, std::cout, std::cerr);
+  if (rc > conveyor::ctl::kExitSignalBase) {
+    // Output cleaned up: now end as the signal would have, so that a shell running a
+    // loop of conveyorctl stops at an interrupt instead of going on to the next.
+    std::cout.flush();
+    std::cerr.flush();
+    std::signal(rc - conveyor::ctl::kExitSignalBase, SIG_DFL);
+    std::raise(rc - conveyor::ctl::kExitSignalBase);
+  }
+  return rc;
 }

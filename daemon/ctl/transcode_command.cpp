@@ -117,7 +117,7 @@ std::string DescribeSummary(const v1::Summary& s) {
 }  // namespace
 
 Status RunTranscode(const ClientOptions& client, const TranscodeOptions& options, std::ostream& out,
-                    std::ostream& err) {
+                    std::ostream& err, InterruptWatch* interrupts) {
   ASSIGN_OR_RETURN(v1::JobSpec spec, BuildJobSpec(options));
   const int renditions = spec.renditions_size();
   std::ostream& info = options.output == "-" ? err : out;
@@ -148,6 +148,9 @@ Status RunTranscode(const ClientOptions& client, const TranscodeOptions& options
   grpc::ClientContext context;
   PrepareCall(&context, client);
   std::unique_ptr<TranscodeStream> stream = stub->Transcode(&context);
+  // A signal ends the call like a local failure does, so the writers clean up as they
+  // go out of scope. Declared after `context`, so it is cleared before that goes.
+  const ScopedCancel cancel_on_signal(interrupts, [&context] { context.TryCancel(); });
 
   std::atomic<uint64_t> sent{0};
   std::unique_ptr<ProgressBar> bar;
@@ -213,6 +216,12 @@ Status RunTranscode(const ClientOptions& client, const TranscodeOptions& options
   writer.join();
   const grpc::Status rpc = stream->Finish();
 
+  // A signal that came once the call had succeeded leaves the output in place.
+  if (!rpc.ok() && interrupts != nullptr && interrupts->signal() != 0) {
+    std::string what = "interrupted by " + SignalName(interrupts->signal());
+    if (options.output != "-") what += options.keep_partial ? " (partial output kept)" : " (partial output removed)";
+    return Status(StatusCode::kCancelled, what);
+  }
   if (!local.ok()) return local;
   if (!writer_status.ok()) return writer_status;
   // After Started the daemon was there: its UNAVAILABLE is the session's (the video

@@ -12,6 +12,7 @@
 
 #include "channel.h"
 #include "conveyor/v1/transcoder.pb.h"
+#include "interrupt.h"
 #include "status.h"
 
 namespace conveyor::ctl {
@@ -62,8 +63,11 @@ std::string ContainerOutputPath(const std::string& output, uint32_t rendition,
 
 // Runs the call. Started and Summary go to `out` (to `err` when the output itself is
 // stdout), Progress lines to `err`. The error is the call's status, or the local one
-// (unreadable input, a partial raw frame, an unwritable output) that ended it.
+// (unreadable input, a partial raw frame, an unwritable output) that ended it, or
+// CANCELLED when a signal that `interrupts` watches (none when null) ended it. Output
+// files are in place only on success; otherwise they are gone, or with keep_partial
+// left under their final names.
 Status RunTranscode(const ClientOptions& client, const TranscodeOptions& options, std::ostream& out,
-                    std::ostream& err);
+                    std::ostream& err, InterruptWatch* interrupts = nullptr);
 
 }  // namespace conveyor::ctl

@@ -195,10 +195,14 @@ Status ContainerWriter::Finish() {
     }
   }
   RETURN_IF_ERROR(closed);
-  finished_ = true;
+  // A rendition that cannot be renamed leaves its temporary file, and those after it, to
+  // the destructor as a failed call's.
   for (size_t r = 0; r < files_.size(); ++r) {
-    if (!temp_paths_[r].empty()) RETURN_IF_ERROR(Rename(temp_paths_[r], ContainerOutputPath(output_, r, extension_)));
+    if (temp_paths_[r].empty()) continue;
+    RETURN_IF_ERROR(Rename(temp_paths_[r], ContainerOutputPath(output_, r, extension_)));
+    temp_paths_[r].clear();
   }
+  finished_ = true;
   return OkStatus();
 }
 

@@ -2,6 +2,7 @@
 # The Debian package end to end, as root: build it with cpack from a build dir (build/cpu by
 # default), install it, check files, conffile, user, groups, unit, Depends and the binary,
 # install it again (an upgrade), purge it and check nothing is left. Always purges on exit.
+# Then deb_daemon_user_test.sh puts the same .deb against a hostile daemon user.
 #   tests/package/deb_test.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -14,7 +15,10 @@ if dpkg-query -W -f='${Status}' conveyor 2>/dev/null | grep -q installed; then
   fail "package conveyor is already installed here; run 'dpkg --purge conveyor' first"
 fi
 getent passwd conveyor >/dev/null && fail "user conveyor already exists; remove it first"
+getent group conveyor >/dev/null && fail "group conveyor already exists; remove it first"
 had_render=$(getent group render >/dev/null && echo yes || echo no)
+pkg_state=/var/lib/conveyor-package  # what the package created, recorded by root only
+[[ -e $pkg_state || -L $pkg_state ]] && fail "$pkg_state is left from an earlier install; remove it first"
 
 start=$SECONDS
 cmake --build "$build" --target conveyord conveyorctl >"$build/deb_test-build.log" 2>&1 \
@@ -58,6 +62,15 @@ IFS=: read -r _ _ uid _ _ home shell < <(getent passwd conveyor)
 [[ $shell == */nologin || $shell == /bin/false ]] || fail "conveyor's shell is $shell"
 step "user: $ids"
 
+[[ -d $pkg_state && ! -L $pkg_state ]] || fail "no directory $pkg_state"
+[[ $(stat -c '%U:%G %a' "$pkg_state") == "root:root 755" ]] \
+  || fail "$pkg_state is $(stat -c '%U:%G %a' "$pkg_state"), not root:root 755"
+records=$(find "$pkg_state" -mindepth 1 -printf '%f\n' | sort | xargs)
+expected_records="created-group-conveyor created-user-conveyor"
+[[ $had_render == no ]] && expected_records="created-group-conveyor created-group-render created-user-conveyor"
+[[ $records == "$expected_records" ]] || fail "$pkg_state holds '$records', not '$expected_records'"
+step "records in $pkg_state: $records"
+
 err=$(systemd-analyze verify /lib/systemd/system/conveyord.service 2>&1 >/dev/null) \
   || fail "systemd-analyze verify: $err"
 [[ -z $err ]] || fail "systemd-analyze verify printed: $err"
@@ -94,7 +107,7 @@ echo "# changed" >>/etc/conveyor/conveyord.toml  # a changed conffile must go on
 dpkg --purge conveyor >/dev/null || fail "dpkg --purge"
 trap - EXIT
 for f in /usr/bin/conveyord /usr/bin/conveyorctl /lib/systemd/system/conveyord.service \
-    /etc/conveyor /var/lib/conveyor /usr/share/doc/conveyor; do
+    /etc/conveyor /var/lib/conveyor "$pkg_state" /usr/share/doc/conveyor; do
   [[ ! -e $f ]] || fail "$f is left after purge"
 done
 getent passwd conveyor >/dev/null && fail "user conveyor is left after purge"
@@ -102,4 +115,7 @@ getent group conveyor >/dev/null && fail "group conveyor is left after purge"
 if [[ $had_render == no ]] && getent group render >/dev/null; then
   fail "group render, created by postinst, is left after purge"
 fi
-step "purged: no files, user or group left; passed in $((SECONDS - start)) s"
+step "purged: no files, user or group left"
+
+tests/package/deb_daemon_user_test.sh "$deb"
+step "passed in $((SECONDS - start)) s"

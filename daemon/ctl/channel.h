@@ -10,13 +10,14 @@
 #include <memory>
 #include <string>
 
+#include "default_target.h"
 #include "listen_address.h"
 #include "status.h"
 
 namespace conveyor::ctl {
 
 struct ClientOptions {
-  config::ListenAddress target = config::DefaultListenAddress();  // where conveyord listens
+  config::ListenAddress target = DefaultTarget();  // where conveyord listens (default_target.h)
   double timeout_s = 0;  // deadline of each call, in seconds; 0: none
   bool tls = false;             // TLS to a TCP target (--tls-ca)
   std::string tls_root_pem;     // CA certificates that verify the server

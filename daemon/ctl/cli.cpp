@@ -10,6 +10,7 @@
 
 #include "channel.h"
 #include "daemon_config.h"
+#include "default_target.h"
 #include "interrupt.h"
 #include "introspect_commands.h"
 #include "listen_address.h"
@@ -44,11 +45,15 @@ int RunConveyorctl(int argc, const char* const* argv, std::ostream& out, std::os
       "during a transcode cancels the call and cleans up its output (see --keep-partial),\n"
       "then conveyorctl ends by the same signal; a second signal ends it at once.");
 
+  ClientOptions client;  // its target starts as the default (default_target.h)
   std::string target_text;
   double timeout_s = -1;
   app.add_option("--target", target_text,
-                 "conveyord's address: unix:PATH, HOST:PORT or [IPv6]:PORT (default: unix:" +
-                     config::DefaultSocketPath() + ")")
+                 "conveyord's address: unix:PATH, HOST:PORT or [IPv6]:PORT. Default: the system\n"
+                 "daemon's unix:" + std::string(kSystemSocketDir) +
+                     "/conveyord.sock when it is a socket this user may\n"
+                     "connect to, else where conveyord started by this user would listen (here:\n" +
+                     client.target.ToString() + ").")
       ->type_name("ADDR");
   app.add_option("--timeout", timeout_s,
                  "Deadline of the call in seconds; 0: none (default: 10 for status, sessions "
@@ -57,7 +62,6 @@ int RunConveyorctl(int argc, const char* const* argv, std::ostream& out, std::os
       ->check(CLI::NonNegativeNumber);
 
   std::string tls_ca, tls_cert, tls_key, token_file;
-  ClientOptions client;
   app.add_option("--tls-ca", tls_ca, "PEM CA certificates that verify conveyord; turns TLS on (TCP targets).")
       ->type_name("FILE");
   app.add_option("--tls-cert", tls_cert, "PEM client certificate, for a conveyord that requires one (mTLS).")

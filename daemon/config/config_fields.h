@@ -173,6 +173,11 @@ inline const Field kFields[] = {
      "memory and are copied device to device into the encoder's slot, so only the bitstream\n"
      "and the JPEGs cross PCIe) or host (each is copied to host memory first, the path\n"
      "VA-API frames always take). host exists to run that path on any GPU."},
+    {"decode", "held_frames", &DaemonConfig::decode_held_frames, nullptr,
+     "Hardware-decoded frames (NVIDIA, decode.frames = device) a session may hold in device\n"
+     "memory between the decoder and the encoder. Each is one more decoder surface (3 MiB\n"
+     "at 1080p): more lets the engines run further ahead of the encoder.",
+     2, 24},
     {"decode", "vaapi_device", &DaemonConfig::vaapi_device, nullptr,
      "VA-API render node for AMD GPUs (/dev/dri/renderD128); empty: the GPU's own, found by\n"
      "its PCI bus id under /dev/dri/by-path."},

@@ -31,6 +31,8 @@ const RuntimeSetting kRuntimeSettings[] = {
     CONVEYOR_RUNTIME_SETTING(color, untagged_matrix),
     {"decode.mode", [](const DaemonConfig& from, DaemonConfig* to) { to->decode_mode = from.decode_mode; }},
     {"decode.frames", [](const DaemonConfig& from, DaemonConfig* to) { to->decode_frames = from.decode_frames; }},
+    {"decode.held_frames",
+     [](const DaemonConfig& from, DaemonConfig* to) { to->decode_held_frames = from.decode_held_frames; }},
 };
 #undef CONVEYOR_RUNTIME_SETTING
 

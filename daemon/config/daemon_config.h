@@ -61,6 +61,7 @@ struct DaemonConfig {
   std::string decode_mode = "auto";       // where container input decodes: auto, gpu, cpu
   std::string decode_frames = "device";   // hardware-decoded frames to the encoder: device, host
   std::string vaapi_device;               // VA-API render node; "": the GPU's own, by PCI bus id
+  int decode_held_frames = 8;             // device frames a session holds between decoder and encoder
   int decode_fault_at_packet = -1;        // tests: the engines' decode of this packet fails; -1 never
 
   // TLS is configured (certificate and key): TCP listeners serve TLS.

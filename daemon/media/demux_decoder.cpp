@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -68,7 +69,7 @@ Status ContainerDecoder::OpenCodec(const AVCodec* decoder, const AVStream* st, b
   ctx->thread_count = options_.threads;
   ctx->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
   if (options_.max_pixels > 0) ctx->max_pixels = options_.max_pixels;  // also bounds size changes mid-stream
-  if (hardware) RETURN_IF_ERROR(AttachHwDevice(ctx.get(), *options_.hw_device, &hw_state_));
+  if (hardware) RETURN_IF_ERROR(AttachHwDevice(ctx.get(), *options_.hw_device, &hw_state_, options_.hw_held_frames));
   err = avcodec_open2(ctx.get(), decoder, nullptr);
   if (err < 0) return FfmpegError(err, (std::string("avcodec_open2(") + decoder->name + ")").c_str());
   codec_ = std::move(ctx);
@@ -440,7 +441,9 @@ Status ContainerDecoder::FeedDecoder() {
   AVPacket* pkt = packet_.get();
   for (;;) {
     const int64_t demux_errors_before = demux_errors_.count;
+    const auto reading = std::chrono::steady_clock::now();
     int err = av_read_frame(format_.get(), pkt);
+    demux_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - reading).count();
     if (err == AVERROR_EOF) {
       // The demuxer says EOF for a read error too; tell the two apart.
       if (input_->cancelled()) return Status(StatusCode::kCancelled, "av_read_frame: input cancelled");

@@ -82,6 +82,9 @@ struct DecoderOptions {
   // kDevice: frames stay in device memory (DecodedFrame::frame a hardware frame); kHost:
   // each is transferred to host memory (NV12 or P010) before Next() returns it.
   DecodedFrames hw_frames = DecodedFrames::kDevice;
+  // Device frames the caller may hold at once (SurfaceGate's bound): the decoder gets as
+  // many surfaces beyond its own.
+  int hw_held_frames = kDefaultHeldDeviceFrames;
   // For tests of the failover: the engines' decode of this video packet (0-based) counts as
   // failed, as an error of the hwaccel would. -1: never.
   int64_t hw_fault_at_packet = -1;
@@ -192,6 +195,8 @@ class ContainerDecoder {
   uint64_t seek_requests() const { return seek_requests_; }
   uint64_t spooled_bytes() const { return spool_ ? spool_->bytes() : 0; }
   InputDamage damage() const;
+  // Seconds spent in av_read_frame so far: demuxing, and waiting for input to arrive.
+  double demux_seconds() const { return demux_seconds_; }
 
  private:
   ContainerDecoder(ByteQueue* input, const DecoderOptions& options);
@@ -283,6 +288,7 @@ class ContainerDecoder {
   bool finished_ = false;
   int64_t frames_ = 0;
   int64_t video_packets_ = 0;
+  double demux_seconds_ = 0;
   static constexpr int kMaxReceiveErrorsInARow = 1000;
   int receive_errors_in_a_row_ = 0;
   bool last_packet_cut_ = false;  // the last video packet read was cut short (AV_PKT_FLAG_CORRUPT at the end)

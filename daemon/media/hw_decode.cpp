@@ -55,7 +55,8 @@ HwDecodeDevice::~HwDecodeDevice() { av_buffer_unref(&device_); }
 
 const char* HwDecodeDevice::api() const { return av_hwdevice_get_type_name(type_); }
 
-StatusOr<std::shared_ptr<HwDecodeDevice>> HwDecodeDevice::OpenCuda(int device, void* stream, void* context) {
+StatusOr<std::shared_ptr<HwDecodeDevice>> HwDecodeDevice::OpenCuda(int device, void* stream, void* context,
+                                                                    bool primary_context) {
   if (context != nullptr) {
     // A context the caller owns: FFmpeg only loads the driver's functions for it.
     AVBufferRef* ref = av_hwdevice_ctx_alloc(AV_HWDEVICE_TYPE_CUDA);
@@ -74,7 +75,7 @@ StatusOr<std::shared_ptr<HwDecodeDevice>> HwDecodeDevice::OpenCuda(int device, v
   AVDictionary* opts = nullptr;
   // The primary context is the one the CUDA runtime (and so the worker) uses on that
   // device: FFmpeg retains it instead of creating a context of its own.
-  av_dict_set(&opts, "primary_ctx", "1", 0);
+  if (primary_context) av_dict_set(&opts, "primary_ctx", "1", 0);
   AVBufferRef* ref = nullptr;
   const int err = av_hwdevice_ctx_create(&ref, AV_HWDEVICE_TYPE_CUDA, std::to_string(device).c_str(), opts, 0);
   av_dict_free(&opts);
@@ -160,7 +161,7 @@ AVPixelFormat GetFormat(AVCodecContext* ctx, const AVPixelFormat* formats) {
   return state->hardware ? state->hw_format : software;
 }
 
-Status AttachHwDevice(AVCodecContext* ctx, const HwDecodeDevice& device, HwDecodeState* state) {
+Status AttachHwDevice(AVCodecContext* ctx, const HwDecodeDevice& device, HwDecodeState* state, int held_frames) {
   ctx->hw_device_ctx = av_buffer_ref(device.device_ref());
   if (ctx->hw_device_ctx == nullptr) return ResourceExhausted("av_buffer_ref(hw device): out of memory");
   *state = HwDecodeState{};
@@ -168,13 +169,13 @@ Status AttachHwDevice(AVCodecContext* ctx, const HwDecodeDevice& device, HwDecod
   ctx->opaque = state;
   ctx->get_format = GetFormat;
   ctx->thread_count = 1;
-  ctx->extra_hw_frames = kMaxHeldDeviceFrames;
+  ctx->extra_hw_frames = held_frames;
   return OkStatus();
 }
 
 bool SurfaceGate::WaitForRoom(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
-  return cv_.wait_for(lock, timeout, [&] { return held_ < kMaxHeldDeviceFrames; });
+  return cv_.wait_for(lock, timeout, [&] { return held_ < bound_; });
 }
 
 int SurfaceGate::held() const {

@@ -44,9 +44,11 @@ class HwDecodeDevice {
  public:
   // NVIDIA: FFmpeg's CUDA device in `context` (a CUcontext: the worker's own, which FFmpeg
   // uses and never destroys), or, without one, in runtime device `device`'s primary
-  // context as FFmpeg takes it; the decoder's copies go on `stream` (a CUstream).
+  // context as FFmpeg takes it (or, with `primary_context` false, in a context of its
+  // own); the decoder's copies go on `stream` (a CUstream).
   // UNAVAILABLE when FFmpeg cannot load the driver's libcuda or has no CUDA support.
-  static StatusOr<std::shared_ptr<HwDecodeDevice>> OpenCuda(int device, void* stream, void* context = nullptr);
+  static StatusOr<std::shared_ptr<HwDecodeDevice>> OpenCuda(int device, void* stream, void* context = nullptr,
+                                                             bool primary_context = true);
   // AMD (or any VA-API device): the render node of the GPU at PCI bus id `pci_bus_id`
   // (/dev/dri/by-path/pci-<id>-render), or `render_node` when it is given.
   static StatusOr<std::shared_ptr<HwDecodeDevice>> OpenVaapi(const std::string& pci_bus_id,
@@ -89,16 +91,20 @@ class HwDecodeDevice {
 bool DecoderTakes(const AVCodec* codec, AVHWDeviceType type, std::string* why = nullptr);
 
 // The device frames one session may hold at a time between the decoder and the encoder
-// (the deinterlace window's two, and those queued or uploading). FFmpeg's nvdec maps its
-// output surfaces in place, and a decoder has only its reference frames, two spares and
-// AVCodecContext::extra_hw_frames of them: AttachHwDevice asks for this many extra, and the
-// session waits for a surface to come back before it decodes past the bound (SurfaceGate).
-// A decoder out of surfaces would start frames it cannot decode.
-constexpr int kMaxHeldDeviceFrames = 8;
+// (the deinterlace window's two, and those queued or uploading): decode.held_frames.
+// FFmpeg's nvdec maps its output surfaces in place, and a decoder has only its reference
+// frames, two spares and AVCodecContext::extra_hw_frames of them: AttachHwDevice asks for
+// as many extra as the bound, and the session waits for a surface to come back before it
+// decodes past the bound (SurfaceGate). A decoder out of surfaces would start frames it
+// cannot decode.
+constexpr int kDefaultHeldDeviceFrames = 8;
+constexpr int kMinHeldDeviceFrames = 2;   // the deinterlace window holds two
+constexpr int kMaxHeldDeviceFrames = 24;  // with the references, near the 32 surfaces nvdec warns of
 
-// Counts the device frames a session holds, up to kMaxHeldDeviceFrames.
+// Counts the device frames a session holds, up to its bound.
 class SurfaceGate {
  public:
+  explicit SurfaceGate(int bound = kDefaultHeldDeviceFrames) : bound_(bound) {}
   // Waits until fewer than the bound are held, or `timeout` passes; false on timeout.
   bool WaitForRoom(std::chrono::milliseconds timeout);
   int held() const;
@@ -106,6 +112,7 @@ class SurfaceGate {
   void Give();  // one frame given back (its destructor); wakes a waiter
 
  private:
+  const int bound_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   int held_ = 0;
@@ -124,9 +131,11 @@ struct HwDecodeState {
   AVPixelFormat software_format = AV_PIX_FMT_NONE;  // the last list's software format
 };
 AVPixelFormat GetFormat(AVCodecContext* ctx, const AVPixelFormat* formats);
-// Sets `ctx` up to decode on `device` (before avcodec_open2). One decoder thread: the
-// engine does the work, and get_format then runs inside avcodec_send_packet.
-Status AttachHwDevice(AVCodecContext* ctx, const HwDecodeDevice& device, HwDecodeState* state);
+// Sets `ctx` up to decode on `device` (before avcodec_open2), with `held_frames` surfaces
+// beyond the decoder's own for frames on their way to the encoder. One decoder thread:
+// the engine does the work, and get_format then runs inside avcodec_send_packet.
+Status AttachHwDevice(AVCodecContext* ctx, const HwDecodeDevice& device, HwDecodeState* state,
+                      int held_frames = kDefaultHeldDeviceFrames);
 
 // Keeps a hardware frame's surface referenced until the encoder is done with it, and
 // counts its bytes in HwDecodeDevice::held_surface_bytes.

@@ -25,6 +25,7 @@ SessionOptions SessionOptionsFromConfig(const config::DaemonConfig& c) {
   StatusOr<media::DecodedFrames> frames = media::ParseDecodedFrames(c.decode_frames);
   so.decoded_frames = frames.ok() ? *frames : media::DecodedFrames::kDevice;
   so.decode_fault_at_packet = c.decode_fault_at_packet;
+  so.held_device_frames = c.decode_held_frames;
   return so;
 }
 

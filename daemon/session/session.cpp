@@ -129,8 +129,10 @@ void Session::Run() {
     summary->set_decoder_failover(decoder_failover_);
     // Summed over frames; the stages of different frames overlap in time.
     const std::pair<const char*, double> stages[] = {
-        {"decode", decode_seconds_}, {"queue", queue_seconds_}, {"encode", encode_seconds_},
-        {"handover", handover_seconds_}};
+        {"demux", demux_seconds_},        {"decode", decode_seconds_},
+        {"surfaces_wait", surfaces_wait_seconds_}, {"lane_wait", lane_wait_seconds_},
+        {"queue", queue_seconds_},        {"encode", encode_seconds_},
+        {"handover", handover_seconds_},  {"output_wait", output_wait_seconds_}};
     for (const auto& [name, seconds] : stages) {
       v1::StageSeconds* stage = summary->add_stages();
       stage->set_stage(name);

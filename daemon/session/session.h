@@ -81,6 +81,7 @@ struct SessionOptions {
   // the device allows, or host memory: media::DecodedFrames).
   media::DecodeMode decode = media::DecodeMode::kAuto;
   media::DecodedFrames decoded_frames = media::DecodedFrames::kDevice;
+  int held_device_frames = media::kDefaultHeldDeviceFrames;  // decode.held_frames
   std::string vaapi_device;  // decode.vaapi_device: "" finds the GPU's render node
   int64_t decode_fault_at_packet = -1;  // decode.fault_at_packet (tests of the failover)
   size_t message_bytes = 1 << 20;   // largest data field in one response
@@ -310,7 +311,11 @@ class Session : public std::enable_shared_from_this<Session> {
   // Output thread only. handover: from the worker's finished encode to this session's
   // OnFrameDone (the worker's delivery hop).
   double encode_seconds_ = 0, queue_seconds_ = 0, handover_seconds_ = 0;
-  double decode_seconds_ = 0;                       // pipeline thread only
+  // Pipeline thread only. demux: reading packets (with any wait for input); decode: the
+  // decoder; surfaces: waiting for a device frame to come back (SurfaceGate); lane: for
+  // room in the worker's lane; output: for the client to take encoded bytes.
+  double demux_seconds_ = 0, decode_seconds_ = 0, surfaces_wait_seconds_ = 0;
+  double lane_wait_seconds_ = 0, output_wait_seconds_ = 0;
   std::atomic<bool> finished_{false};
   SessionMeter meter_;  // renditions set in BeginOutput, before the first frame
 };

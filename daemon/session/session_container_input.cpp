@@ -119,6 +119,7 @@ Status Session::RunContainer() {
       o.hw_required = mode == media::DecodeMode::kGpu;
       o.hw_frames = decode_device_->device_frames() ? options_.decoded_frames : media::DecodedFrames::kHost;
       o.hw_fault_at_packet = options_.decode_fault_at_packet;
+      o.hw_held_frames = options_.held_device_frames;
     } else if (mode == media::DecodeMode::kGpu) {
       return FailedPrecondition("decode: gpu: " + (decode_unavailable_.empty()
                                                        ? worker_name_ + " has no video engines to decode on"
@@ -213,16 +214,21 @@ Status Session::RunContainer() {
     return SubmitFrame(r.cur.view, r.cur.pts, std::move(r.owner), nullptr, &d, r.cur.device);
   };
   // The device frames on their way to the worker; the decoder's surfaces are bounded.
-  auto surfaces = std::make_shared<media::SurfaceGate>();
+  auto surfaces = std::make_shared<media::SurfaceGate>(options_.held_device_frames);
   for (;;) {
+    const auto waiting = std::chrono::steady_clock::now();
     while (!surfaces->WaitForRoom(std::chrono::milliseconds(100))) {
       std::lock_guard<std::mutex> lock(state_mu_);
       if (cancelled_) return failure_;
     }
     const auto decode_start = std::chrono::steady_clock::now();
+    surfaces_wait_seconds_ += std::chrono::duration<double>(decode_start - waiting).count();
+    const double demuxed_before = decoder->demux_seconds();
     StatusOr<bool> more = decoder->Next(&f);
+    const double demux_seconds = decoder->demux_seconds() - demuxed_before;
     const double decode_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - decode_start).count();
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - decode_start).count() - demux_seconds;
+    demux_seconds_ += demux_seconds;
     decode_seconds_ += decode_seconds;
     RecordDamage(*decoder);
     if (ticket) {

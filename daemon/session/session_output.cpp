@@ -115,9 +115,14 @@ Status Session::SubmitFrame(const FrameView& view, int64_t pts, std::shared_ptr<
                             std::function<void()> on_input_released,
                             const FrameRequest::Deinterlace* deinterlace,
                             const FrameRequest::DeviceInput& device) {
+  const auto since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  };
   {
+    const auto waiting = std::chrono::steady_clock::now();
     std::unique_lock<std::mutex> lock(state_mu_);
     state_cv_.wait(lock, [&] { return cancelled_ || unsent_bytes_ < options_.output_bytes; });
+    output_wait_seconds_ += since(waiting);
     if (cancelled_) return failure_;
     ++submitted_;
   }
@@ -135,7 +140,9 @@ Status Session::SubmitFrame(const FrameView& view, int64_t pts, std::shared_ptr<
   request.owner = std::move(keepalive);  // the CPU worker encodes from it, the GPU worker copies
   request.device = device;
   request.on_input_released = std::move(on_input_released);
+  const auto submitting = std::chrono::steady_clock::now();
   Status s = lane_->Submit(std::move(request));
+  lane_wait_seconds_ += since(submitting);
   if (!s.ok()) {
     std::lock_guard<std::mutex> lock(state_mu_);
     --submitted_;

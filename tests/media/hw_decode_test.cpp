@@ -85,13 +85,16 @@ TEST(HwDecode, DecodersThatTakeTheCudaAndVaapiHwaccels) {
   }
 }
 
-TEST(HwDecode, TheSurfaceGateHoldsASessionToItsBound) {
-  SurfaceGate gate;
-  for (int i = 0; i < kMaxHeldDeviceFrames; ++i) {
+class SurfaceGateBound : public ::testing::TestWithParam<int> {};
+
+TEST_P(SurfaceGateBound, HoldsASessionToItsBound) {
+  const int bound = GetParam();
+  SurfaceGate gate(bound);
+  for (int i = 0; i < bound; ++i) {
     ASSERT_TRUE(gate.WaitForRoom(std::chrono::milliseconds(0))) << i;
     gate.Take();
   }
-  EXPECT_EQ(gate.held(), kMaxHeldDeviceFrames);
+  EXPECT_EQ(gate.held(), bound);
   EXPECT_FALSE(gate.WaitForRoom(std::chrono::milliseconds(20)));
   // A frame given back on another thread (the worker's upload done) wakes the waiter.
   std::thread giver([&] {
@@ -100,8 +103,11 @@ TEST(HwDecode, TheSurfaceGateHoldsASessionToItsBound) {
   });
   EXPECT_TRUE(gate.WaitForRoom(std::chrono::seconds(10)));
   giver.join();
-  EXPECT_EQ(gate.held(), kMaxHeldDeviceFrames - 1);
+  EXPECT_EQ(gate.held(), bound - 1);
 }
+
+INSTANTIATE_TEST_SUITE_P(HwDecode, SurfaceGateBound,
+                         ::testing::Values(kMinHeldDeviceFrames, kDefaultHeldDeviceFrames, kMaxHeldDeviceFrames));
 
 TEST(HwDecode, AMissingRenderNodeIsUnavailable) {
   StatusOr<std::shared_ptr<HwDecodeDevice>> d = HwDecodeDevice::OpenVaapi("", "/nonexistent/renderD999");

@@ -212,6 +212,7 @@ int Run(const DaemonBenchOptions& o) {
   uint64_t frames = 0, bytes = 0, shared_jpegs = 0, bytes_sent = 0, read_requests = 0, spooled_bytes = 0;
   double encode_s = 0, queue_s = 0, handover_s = 0;
   std::vector<double> lat, first;
+  std::vector<std::pair<std::string, double>> stages;  // summed over sessions, in the Summary's order
   std::map<std::string, int> decoders;  // Started.decoder -> sessions
   std::map<std::string, int> decoder_details;
   for (const SessionResult& r : results) {
@@ -229,6 +230,14 @@ int Run(const DaemonBenchOptions& o) {
     encode_s += r.encode_s;
     queue_s += r.queue_s;
     handover_s += r.handover_s;
+    for (const auto& [name, seconds] : r.stages) {
+      auto it = std::find_if(stages.begin(), stages.end(), [&](const auto& s) { return s.first == name; });
+      if (it == stages.end()) {
+        stages.emplace_back(name, seconds);
+      } else {
+        it->second += seconds;
+      }
+    }
     lat.insert(lat.end(), r.latencies.begin(), r.latencies.end());
     first.push_back(r.first_frame_s);
     decoders[r.decoder.empty() ? "none" : r.decoder]++;
@@ -310,6 +319,16 @@ int Run(const DaemonBenchOptions& o) {
     std::printf("worker stages a frame (the sessions' Summary): queue %.3f ms, encode %.3f ms, worker -> session "
                 "hand-over %.3f ms\n",
                 1e3 * queue_s / frames, 1e3 * encode_s / frames, 1e3 * handover_s / frames);
+    // A session's time a frame, stage by stage: beside its wall time a frame (sessions x
+    // seconds / frames), this says where a session waits.
+    std::string line;
+    for (const auto& [name, seconds] : stages) {
+      char part[96];
+      std::snprintf(part, sizeof part, "%s%s %.3f", line.empty() ? "" : ", ", name.c_str(), 1e3 * seconds / frames);
+      line += part;
+    }
+    std::printf("session stages a frame (ms): %s; wall a frame per session %.3f ms\n", line.c_str(),
+                1e3 * o.sessions * wall / frames);
   }
   // Frames/s moves with whatever else the host runs; the CPU a frame costs much less, as
   // time given to other processes is not counted. With the cores busy on both sides, the

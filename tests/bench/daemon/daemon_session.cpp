@@ -221,6 +221,7 @@ SessionResult RunSession(v1::Transcoder::Stub* stub, const DaemonBenchOptions& o
         if (st.stage() == "encode") res.encode_s = st.seconds();
         if (st.stage() == "queue") res.queue_s = st.seconds();
         if (st.stage() == "handover") res.handover_s = st.seconds();
+        res.stages.emplace_back(st.stage(), st.seconds());
       }
     }
   }

@@ -42,6 +42,7 @@ struct SessionResult {
   double first_frame_s = 0;
   double encode_s = 0;  // the Summary's encode stage
   double queue_s = 0, handover_s = 0;  // its queue (worker's queue) and handover stages
+  std::vector<std::pair<std::string, double>> stages;  // every stage of the Summary, in its order
   std::vector<double> latencies;  // raw mode: last chunk (or SharedFrame) sent -> frame received
   uint64_t bytes_sent = 0;        // input bytes this client wrote (every range run included)
   uint64_t read_requests = 0, spooled_bytes = 0;  // the Summary's

@@ -207,15 +207,18 @@ StatusOr<LibavDecodeResult> DecodeStreams(const LibavDecodeOptions& o) {
 
   // One device for every stream, as one conveyord worker serves all its sessions' decoders;
   // opened before the clock starts, as the daemon's is before any session.
-  std::shared_ptr<HwDecodeDevice> device;
-  if (o.decoder == "cuda") {
-    auto opened = HwDecodeDevice::OpenCuda(o.device, nullptr);
+  std::vector<std::shared_ptr<HwDecodeDevice>> devices;
+  for (int i = 0; o.decoder == "cuda" && i < (o.context_per_stream ? o.streams : 1); ++i) {
+    auto opened = HwDecodeDevice::OpenCuda(o.device, nullptr, nullptr, !o.context_per_stream);
     if (!opened.ok()) return Unavailable("cuda device " + std::to_string(o.device) + ": " + opened.status().message());
-    device = std::move(*opened);
+    devices.push_back(std::move(*opened));
   }
 
   std::vector<std::unique_ptr<DecodeStream>> streams;
-  for (int i = 0; i < o.streams; ++i) streams.push_back(std::make_unique<DecodeStream>(i, file, o, device.get()));
+  for (int i = 0; i < o.streams; ++i) {
+    const HwDecodeDevice* device = devices.empty() ? nullptr : devices[devices.size() == 1 ? 0 : i].get();
+    streams.push_back(std::make_unique<DecodeStream>(i, file, o, device));
+  }
   std::vector<Status> statuses(streams.size());
   const double cpu0 = CpuSeconds();
   const auto t0 = std::chrono::steady_clock::now();

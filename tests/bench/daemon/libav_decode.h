@@ -17,6 +17,9 @@ struct LibavDecodeOptions {
   std::string decoder = "cpu";  // cuda | cpu
   int threads = 0;            // cpu: the decoder's thread_count (0: FFmpeg's choice); cuda takes 1
   int device = 0;             // cuda: the CUDA device
+  // cuda: one device (the primary context) for every stream, as conveyord's worker serves
+  // all its sessions, or a device with its own CUDA context for each stream.
+  bool context_per_stream = false;
 };
 
 struct LibavDecodeResult {

@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
   app.add_option("--threads", o.threads, "cpu: the decoder's thread count (0: FFmpeg's choice)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--device", o.device, "cuda: the CUDA device")->check(CLI::NonNegativeNumber);
+  app.add_flag("--context-per-stream", o.context_per_stream,
+               "cuda: each stream opens its own CUDA context instead of sharing the primary one");
   CLI11_PARSE(app, argc, argv);
   av_log_set_level(AV_LOG_ERROR);
 

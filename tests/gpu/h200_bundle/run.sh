@@ -64,7 +64,7 @@ for s in ${DECODE_SESSIONS:-1 4 8 16 32}; do
     echo "== decode $mode, $s sessions"
     out=$(./conveyor-bench-daemon $D --input a1080.mp4 --quality 85 --reference none --sessions "$s" --decode "$mode" "${extra[@]}" 2>&1)
     rc=$?
-    grep -E "conveyord \(|first frame|daemon CPU|decoder:|decode-only|session failed|conveyor-bench-" <<<"$out"
+    grep -E "conveyord \(|first frame|daemon CPU|decoder:|decode-only|session stages|session failed|conveyor-bench-" <<<"$out"
     j=$(grep -E '^\{"bench":"daemon"' <<<"$out")
     if [[ -z $j ]]; then rows+=$(printf '%8s  %-4s  failed (exit %d)' "$s" "$mode" "$rc")$'\n'; continue; fi
     [[ $mode == gpu ]] && ceiling=$(field decode_ref_fps "$j") ceiling_cpu=$(field decode_ref_cpu_ms_per_frame "$j")

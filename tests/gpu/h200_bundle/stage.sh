@@ -8,7 +8,7 @@
 # decode and failover clips and this folder's scripts. `stage.sh decode` leaves out the
 # 150-frame clip and the MJPEG reference, which only the other parts use, so that the decode
 # runs and decode_identity.sh travel together within the 64 MiB. Then, on the GPU host,
-# with .h200 in the working tree: bash .h200/run.sh.
+# with .h200 in the working tree: bash .h200/run.sh (or decode_identity.sh, decode_tune.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."  # the repository root
 exclude=$(git rev-parse --git-path info/exclude)
@@ -70,5 +70,5 @@ for chroma in 420 444; do
 done
 cat .h200/failover/part{420,444}.h264 >.h200/failover/h264_420_then_444.h264
 rm .h200/failover/part{420,444}.h264
-cp tests/gpu/h200_bundle/decode_identity.sh .h200/
+cp tests/gpu/h200_bundle/{decode_identity.sh,decode_tune.sh} .h200/
 du -sh --apparent-size .h200

@@ -1,6 +1,7 @@
 // Where conveyord listens and where conveyorctl connects: a unix socket or a TCP
 // host:port, parsed from the one text syntax that --listen, --target and the config
-// file share, plus the default socket path both programs agree on.
+// file share, plus conveyord's default socket path (conveyorctl's own default, which
+// prefers the system daemon's socket, is in daemon/ctl/default_target.h).
 #pragma once
 
 #include <string>
@@ -41,8 +42,8 @@ StatusOr<ListenAddress> ParseListenAddress(const std::string& text);
 // The longest unix socket path the kernel takes (sizeof(sockaddr_un::sun_path) - 1).
 constexpr size_t kMaxUnixPathBytes = 107;
 
-// The socket conveyord listens on and conveyorctl connects to when neither is told:
-// /run/conveyor/conveyord.sock when /run/conveyor exists and we may write to it (the
+// The socket conveyord listens on when not told (and conveyorctl's fallback when the
+// system daemon's socket is not there for it): /run/conveyor/conveyord.sock when /run/conveyor exists and we may write to it (the
 // systemd unit's RuntimeDirectory), else $XDG_RUNTIME_DIR/conveyor/conveyord.sock when
 // XDG_RUNTIME_DIR is set, else /tmp/conveyor-<uid>/conveyord.sock.
 std::string DefaultSocketPath();

@@ -60,6 +60,11 @@ StatusOr<std::vector<std::unique_ptr<Worker>>> CreateWorkers(const config::Daemo
   options.max_width = c.max_width;
   options.max_height = c.max_height;
   options.cpu_threads = c.cpu_threads;
+  // Validate() accepts only these names.
+  options.host_wait = c.gpu_wait == "spin"    ? WorkerOptions::HostWait::kSpin
+                      : c.gpu_wait == "yield" ? WorkerOptions::HostWait::kYield
+                      : c.gpu_wait == "block" ? WorkerOptions::HostWait::kBlock
+                                              : WorkerOptions::HostWait::kAuto;
   // Runs of timed frames feed the stage histograms and the overlap gauge; timing every
   // frame would cost 10-20 % of a GPU's frames/s (StageTiming).
   options.stage_timing = StageTiming::Sampled();

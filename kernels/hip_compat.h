@@ -22,6 +22,11 @@ using hipDeviceProp_t = cudaDeviceProp;
 #define hipGetLastError cudaGetLastError
 #define hipGetDeviceCount cudaGetDeviceCount
 #define hipSetDevice cudaSetDevice
+#define hipSetDeviceFlags cudaSetDeviceFlags
+#define hipDeviceScheduleAuto cudaDeviceScheduleAuto
+#define hipDeviceScheduleSpin cudaDeviceScheduleSpin
+#define hipDeviceScheduleYield cudaDeviceScheduleYield
+#define hipDeviceScheduleBlockingSync cudaDeviceScheduleBlockingSync
 #define hipGetDeviceProperties cudaGetDeviceProperties
 #define hipRuntimeGetVersion cudaRuntimeGetVersion
 #define hipDriverGetVersion cudaDriverGetVersion

@@ -137,6 +137,10 @@ inline const Field kFields[] = {
      "Most frames of the same shape a GPU launch carries; only frames already queued are\n"
      "batched, so it never adds waiting. 1 (no batching) measured best on an H200.",
      1, 4},
+    {"workers", "gpu_wait", &DaemonConfig::gpu_wait, nullptr,
+     "How a thread that waits for its GPU (and the video decoder's) waits: auto (the\n"
+     "runtime's choice: spin while the process has fewer GPU contexts than cores), spin,\n"
+     "yield or block (sleep until the GPU signals: the least CPU, a little more latency)."},
     {"workers", "pinned_input_bytes", &DaemonConfig::pinned_input_bytes, nullptr,
      "Page-locked host memory, all sessions together, for assembling raw frames that come in\n"
      "frame_chunk messages: a GPU worker uploads such a frame from where it was assembled\n"

@@ -192,6 +192,9 @@ Status DaemonConfig::Validate() const {
     return InvalidArgument("workers.workers: unknown value '" + workers +
                            "' (expected auto, gpu or cpu)");
   }
+  if (gpu_wait != "auto" && gpu_wait != "spin" && gpu_wait != "yield" && gpu_wait != "block") {
+    return InvalidArgument("workers.gpu_wait: unknown value '" + gpu_wait + "' (expected auto, spin, yield or block)");
+  }
   if (untagged_matrix != "bt601" && untagged_matrix != "bt709" && untagged_matrix != "by-size") {
     return InvalidArgument("color.untagged_matrix: unknown value '" + untagged_matrix +
                            "' (expected bt601, bt709 or by-size)");

@@ -50,6 +50,7 @@ struct DaemonConfig {
   std::string workers = "auto";           // auto (every GPU, else the CPU), gpu, cpu
   int gpu_slots = 8;                      // frames in flight per GPU worker (pinned slot ring)
   int gpu_launch_frames = 1;              // frames of one shape a GPU launch may carry
+  std::string gpu_wait = "auto";          // how host threads wait for a GPU: auto, spin, yield, block
   // Registered host memory for raw frames assembled from messages, all sessions together.
   uint64_t pinned_input_bytes = 1ull << 30;
   int cpu_threads = 0;                    // 0: one per hardware thread

@@ -90,6 +90,12 @@ class GpuWorker : public Worker {
 
   Status Init() {
     GPU_RETURN_IF_ERROR(hipSetDevice(device_), "hipSetDevice(" + std::to_string(device_) + ")");
+    if (options_.host_wait != WorkerOptions::HostWait::kAuto) {
+      const unsigned flags = options_.host_wait == WorkerOptions::HostWait::kSpin    ? hipDeviceScheduleSpin
+                             : options_.host_wait == WorkerOptions::HostWait::kYield ? hipDeviceScheduleYield
+                                                                                     : hipDeviceScheduleBlockingSync;
+      GPU_RETURN_IF_ERROR(hipSetDeviceFlags(flags), "hipSetDeviceFlags(" + std::to_string(flags) + ")");
+    }
     RETURN_IF_ERROR(streams_.Create(options_.encode_streams));
     char bus_id[64] = {};
     if (hipDeviceGetPCIBusId(bus_id, sizeof bus_id, device_) == hipSuccess) pci_bus_id_ = bus_id;

@@ -159,6 +159,11 @@ struct WorkerOptions {
   // GPU: threads that read each encode stream's frames back, in turns; the worker hands
   // frames over in order whichever thread finishes them.
   int delivery_threads_per_stream = 1;
+  // GPU: how host threads wait for the device (the runtime's scheduling flag for its
+  // context, which FFmpeg's CUDA decoder shares): the runtime's own choice, spinning,
+  // yielding, or blocking on an interrupt.
+  enum class HostWait { kAuto, kSpin, kYield, kBlock };
+  HostWait host_wait = HostWait::kAuto;
   // GPU: pinned host memory that bands are copied into and lent to callers from, so
   // that no host copy follows the readback. A result holds its room until it is
   // dropped; when the ring is full, bands take the slots' own band buffers and are

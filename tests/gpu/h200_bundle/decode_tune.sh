@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # `decode gpu` on the GPU host under the settings that bound a session's pipeline:
 # decode.held_frames (device frames between decoder and encoder) and
-# limits.session_queue_frames (the worker lane), against the NVDEC decode-only rate at
+# limits.session_queue_frames (the worker lane) and workers.gpu_wait (how host threads wait
+# for the GPU), against the NVDEC decode-only rate at
 # the same concurrency (sharing one CUDA context, as conveyord does, and with a context per
 # stream), with each run's per-stage time a frame (the sessions' Summary).
 #   bash .h200/decode_tune.sh
-# SESSIONS (16 32), HELD (8 16 24), QUEUE (4 8), ROUNDS (1).
+# SESSIONS (16 32), HELD (8 16 24), QUEUE (4 8), WAIT (auto block), ROUNDS (1).
 set -u
 cd "${BUNDLE_DIR:-.h200}"
 B=$(basename "$(tar tJf bundle.tar.xz | head -1)")
@@ -22,12 +23,15 @@ for s in ${SESSIONS:-16 32}; do
   for i in $(seq "${ROUNDS:-1}"); do
     for held in ${HELD:-8 16 24}; do
       for queue in ${QUEUE:-4 8}; do
-        cfg=/tmp/tune-$held-$queue.toml
-        printf '[limits]\nsession_queue_frames = %s\n[decode]\nheld_frames = %s\n' "$queue" "$held" >"$cfg"
-        echo "== gpu, $s sessions, held_frames $held, session_queue_frames $queue, round $i"
-        ./conveyor-bench-daemon $D --daemon-arg=--config --daemon-arg="$cfg" --input a1080.mp4 --quality 85 \
-          --reference none --sessions "$s" --decode gpu 2>&1 |
-          grep -E "conveyord \(|first frame|daemon CPU|session stages|worker stages|session failed"
+        for wait in ${WAIT:-auto block}; do
+          cfg=/tmp/tune-$held-$queue-$wait.toml
+          printf '[limits]\nsession_queue_frames = %s\n[workers]\ngpu_wait = "%s"\n[decode]\nheld_frames = %s\n' \
+            "$queue" "$wait" "$held" >"$cfg"
+          echo "== gpu, $s sessions, held_frames $held, session_queue_frames $queue, gpu_wait $wait, round $i"
+          ./conveyor-bench-daemon $D --daemon-arg=--config --daemon-arg="$cfg" --input a1080.mp4 --quality 85 \
+            --reference none --sessions "$s" --decode gpu 2>&1 |
+            grep -E "conveyord \(|first frame|daemon CPU|session stages|worker stages|session failed"
+        done
       done
     done
   done

@@ -1,8 +1,9 @@
 // conveyord: parse options, start logging, create the workers, the scheduler and the
 // session manager, serve gRPC and the metrics/health endpoint, list their bound addresses
 // in server.endpoints_file, tell systemd READY=1 and keep it informed (status, watchdog),
-// reload limits and the log level on SIGHUP, and on SIGTERM/SIGINT drain: health goes
-// NOT_SERVING, new streams get UNAVAILABLE, running sessions get up to drain_timeout_s.
+// reload limits and the log level on SIGHUP (reporting the outcome), and on SIGTERM/SIGINT
+// drain: health goes NOT_SERVING, new streams get UNAVAILABLE, running sessions get up to
+// drain_timeout_s, or until a second SIGTERM/SIGINT. `conveyord reload` asks it to reload.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -19,12 +20,15 @@
 #include "config_reload_signal.h"
 #include "daemon_config.h"
 #include "doctor.h"
+#include "drain.h"
 #include "endpoints_file.h"
 #include "ffmpeg_log.h"
 #include "gpu_encoder.h"
 #include "heartbeat.h"
 #include "logging.h"
 #include "observability.h"
+#include "reload_command.h"
+#include "reload_outcome.h"
 #include "rpc_server.h"
 #include "scheduler.h"
 #include "service_monitor.h"
@@ -105,21 +109,12 @@ void LogIfError(const Status& s) {
   if (!s.ok()) spdlog::warn("{}", s.ToString());
 }
 
-// Waits for the sessions to end, beating `main_loop` meanwhile; false when some are left
-// after `timeout_s`.
-bool WaitForSessions(SessionManager* sessions, double timeout_s, Heartbeats* main_loop) {
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  for (;;) {
-    const double left = std::chrono::duration<double>(give_up - std::chrono::steady_clock::now()).count();
-    if (sessions->WaitUntilIdle(std::max(0.0, std::min(left, kMainLoopTickS)))) return true;
-    main_loop->Beat(0);
-    if (left <= kMainLoopTickS) return false;
-  }
-}
-
 int Run(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "doctor") {
     return doctor::DoctorMain("conveyord doctor", std::vector<std::string>(argv + 2, argv + argc));
+  }
+  if (argc > 1 && std::string(argv[1]) == "reload") {
+    return ReloadCommandMain(std::vector<std::string>(argv + 2, argv + argc));
   }
   StatusOr<config::CommandLine> cl = config::ParseCommandLine(argc, argv);
   if (!cl.ok()) {
@@ -130,6 +125,7 @@ int Run(int argc, char** argv) {
     std::fputs(cl->output.c_str(), stdout);
     return cl->exit_code;
   }
+  const ReloadOutcome first_load = ReloadOutcome::BeginningNow();  // the config just read
   const config::DaemonConfig& c = cl->config;
   if (Status s = config::InitLogging(c.log_level); !s.ok()) {
     std::fprintf(stderr, "conveyord: %s\n", s.ToString().c_str());
@@ -160,6 +156,7 @@ int Run(int argc, char** argv) {
   }
   SessionManager sessions(&scheduler, SessionOptionsFromConfig(c), SessionLimitsFromConfig(c));
   sessions.SetMetrics((*observability)->session_metrics());
+  (*observability)->NoteConfigLoad(true, first_load.unix_time_s);
 
   StatusOr<std::unique_ptr<RpcServer>> server = RpcServer::Start(c, &sessions,
                                                                  config::ConveyorVersion());
@@ -168,6 +165,8 @@ int Run(int argc, char** argv) {
     return 1;
   }
   for (const std::string& e : (*server)->endpoints()) spdlog::info("listening on {}", e);
+  // SIGHUP also reads the token file and the TLS files again.
+  reloader.set_credential_reload([&server] { return (*server)->ReloadCredentials(); });
 
   Heartbeats main_loop(1);  // the main thread is its one thread
   auto alive = [&]() -> Status {
@@ -187,6 +186,12 @@ int Run(int argc, char** argv) {
   }
   if (!c.endpoints_file.empty()) spdlog::info("bound addresses in {}", c.endpoints_file);
   ServiceMonitor monitor(&notifier, &sessions, [&] { return alive().ok(); });
+  ReloadOutcomeFile reload_outcome(ReloadOutcomePath());
+  auto on_reload = [&](const ReloadOutcome& outcome) {
+    (*observability)->NoteConfigLoad(outcome.ok, outcome.unix_time_s);
+    monitor.SetReloadRefusal(outcome.ok ? "" : outcome.error);
+    LogIfError(reload_outcome.Write(outcome));
+  };
   LogIfError(notifier.Ready(monitor.SampleStatus()));
   monitor.Start();
 
@@ -204,20 +209,17 @@ int Run(int argc, char** argv) {
       main_loop.Beat(0);
     });
     if (received.action == SignalWaiter::Action::kStop) break;
-    ReloadOnSighup(&reloader, &sessions, &notifier, [&] { return monitor.SampleStatus(); });
+    ReloadOnSighup(&reloader, &sessions, &notifier, on_reload, [&] { return monitor.SampleStatus(); });
     main_loop.Beat(0);
   }
 
-  const double drain_timeout_s = reloader.running().drain_timeout_s;
-  spdlog::info("signal {}: draining ({} sessions, up to {} s)", received.signal_number, sessions.active(),
-               drain_timeout_s);
+  DrainOptions drain;
+  drain.timeout_s = reloader.running().drain_timeout_s;
+  spdlog::info("signal {}: draining ({} sessions, up to {} s; a second signal ends it)", received.signal_number,
+               sessions.active(), drain.timeout_s);
   sessions.StartDrain();
   (*server)->SetServing(false);
-  LogIfError(notifier.Stopping(monitor.SampleStatus()));
-  if (!WaitForSessions(&sessions, drain_timeout_s, &main_loop)) {
-    spdlog::warn("drain timeout: cancelling {} sessions", sessions.active());
-    for (auto& s : sessions.List()) s->Cancel(Unavailable("the server is shutting down (drain timeout)"));
-  }
+  Drain(drain, &sessions, &signals, &notifier, &monitor, &main_loop);
   (*server)->Shutdown(2.0);
   (*observability)->Stop();
   monitor.Stop();

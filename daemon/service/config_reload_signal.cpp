@@ -41,12 +41,19 @@ Status Apply(config::ConfigReloader* reloader, SessionManager* sessions) {
 }  // namespace
 
 void ReloadOnSighup(config::ConfigReloader* reloader, SessionManager* sessions, SystemdNotifier* notifier,
+                    const std::function<void(const ReloadOutcome&)>& on_outcome,
                     const std::function<std::string()>& status) {
-  if (Status s = notifier->Reloading(); !s.ok()) spdlog::warn("{}", s.ToString());
+  // Stamped before the file is read: `conveyord reload` takes an outcome stamped after its
+  // SIGHUP as the answer to it.
+  ReloadOutcome outcome = ReloadOutcome::BeginningNow();
+  if (Status s = notifier->Reloading(outcome.monotonic_usec); !s.ok()) spdlog::warn("{}", s.ToString());
   spdlog::info("SIGHUP: reloading the config");
   if (Status s = Apply(reloader, sessions); !s.ok()) {
     spdlog::error("reload refused, the running config stays: {}", s.ToString());
+    outcome.ok = false;
+    outcome.error = s.message().empty() ? s.ToString() : s.message();
   }
+  if (on_outcome) on_outcome(outcome);
   if (Status s = notifier->Ready(status ? status() : ""); !s.ok()) spdlog::warn("{}", s.ToString());
 }
 

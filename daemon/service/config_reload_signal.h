@@ -7,6 +7,7 @@
 #include <string>
 
 #include "config_reload.h"
+#include "reload_outcome.h"
 #include "session_manager.h"
 #include "systemd_notifier.h"
 
@@ -14,8 +15,9 @@ namespace conveyor {
 
 // A config that cannot be read, parsed or validated is refused: logged as an error, and
 // the running config stays. systemd sees RELOADING=1, then READY=1 with `status()` either
-// way.
+// way; `on_outcome` hears the outcome in between, so that this STATUS= can tell.
 void ReloadOnSighup(config::ConfigReloader* reloader, SessionManager* sessions, SystemdNotifier* notifier,
+                    const std::function<void(const ReloadOutcome&)>& on_outcome,
                     const std::function<std::string()>& status);
 
 }  // namespace conveyor

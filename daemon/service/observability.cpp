@@ -7,6 +7,19 @@
 #include "input_spool.h"
 
 namespace conveyor {
+namespace {
+
+// Registered here rather than in the catalogue: they describe the daemon's config, not
+// the engine.
+StatusOr<metrics::Gauge*> AddPlainGauge(metrics::Registry& r, const std::string& name, const std::string& help) {
+  metrics::MetricSpec spec;
+  spec.name = name;
+  spec.help = help;
+  ASSIGN_OR_RETURN(metrics::GaugeFamily * family, r.AddGauge(std::move(spec)));
+  return family->WithLabels({});
+}
+
+}  // namespace
 
 std::string Observability::DeviceLabel(const WorkerSlot& w) {
   return w.info.is_gpu() ? "gpu" + std::to_string(w.info.device) : "cpu";
@@ -18,6 +31,14 @@ StatusOr<std::unique_ptr<Observability>> Observability::Create(Scheduler* schedu
   ASSIGN_OR_RETURN(metrics::DaemonMetrics m, metrics::DaemonMetrics::Create(o->registry_, {version, gpu_backend}));
   o->daemon_ = std::make_unique<metrics::DaemonMetrics>(std::move(m));
   o->context_.daemon = o->daemon_.get();
+  ASSIGN_OR_RETURN(o->config_load_ok_,
+                   AddPlainGauge(o->registry_, "conveyor_config_last_reload_successful",
+                                 "1 when the last config load (the start, or a SIGHUP reload) was applied; 0 when "
+                                 "the last reload was refused and the previous config still runs."));
+  ASSIGN_OR_RETURN(o->config_load_time_,
+                   AddPlainGauge(o->registry_, "conveyor_config_last_reload_timestamp_seconds",
+                                 "Unix time of the last config load: the start, or the last SIGHUP reload, "
+                                 "applied or refused."));
   for (int i = 0; i < scheduler->num_workers(); ++i) {
     const WorkerSlot& w = scheduler->worker(i);
     const std::string label = DeviceLabel(w);
@@ -44,6 +65,11 @@ StatusOr<std::unique_ptr<Observability>> Observability::Create(Scheduler* schedu
 }
 
 Observability::~Observability() { Stop(); }
+
+void Observability::NoteConfigLoad(bool ok, double unix_time_s) {
+  config_load_ok_->Set(ok ? 1 : 0);
+  config_load_time_->Set(unix_time_s);
+}
 
 Status Observability::Serve(const std::string& listen, SessionManager* sessions, std::function<Status()> alive) {
   ASSIGN_OR_RETURN(metrics::ScopedCallback active,

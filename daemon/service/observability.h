@@ -1,7 +1,8 @@
 // conveyord's metrics and HTTP probes, wired to the engine: the registry and the daemon's
 // metric catalogue, one set of device handles per worker, scrape-time gauges read from
 // the scheduler and the session manager, a once-a-second update from each worker's
-// Stats() (memory, overlap, restarts), and the /metrics, /healthz, /readyz endpoint.
+// Stats() (memory, overlap, restarts), the outcome of the last config load, and the
+// /metrics, /healthz, /readyz endpoint.
 #pragma once
 
 #include <atomic>
@@ -35,6 +36,11 @@ class Observability {
   // Binds the session gauges and starts the HTTP endpoint on `listen` ("" = no endpoint).
   // /healthz answers `alive`; /readyz is ready while not draining and under the cap.
   Status Serve(const std::string& listen, SessionManager* sessions, std::function<Status()> alive);
+  // The last config load (the start, or a SIGHUP reload): whether it was applied, and when
+  // (Unix time). conveyor_config_last_reload_successful and ..._timestamp_seconds, named
+  // after Prometheus's own, so the same alert rules fit.
+  void NoteConfigLoad(bool ok, double unix_time_s);
+
   // The endpoint's address with its real port, or "" when there is none.
   std::string address() const { return endpoint_ ? endpoint_->address() : ""; }
   void Stop();
@@ -51,6 +57,8 @@ class Observability {
   std::unique_ptr<metrics::DaemonMetrics> daemon_;
   SessionMetricsContext context_;
   std::vector<metrics::ScopedCallback> bindings_;
+  metrics::Gauge* config_load_ok_ = nullptr;
+  metrics::Gauge* config_load_time_ = nullptr;
   std::vector<uint64_t> restarts_seen_;  // update thread only
   std::unique_ptr<metrics::HttpEndpoint> endpoint_;
   std::mutex mu_;

@@ -1,6 +1,7 @@
 // The status and watchdog thread (see service_monitor.h).
 #include "service_monitor.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include <spdlog/spdlog.h>
@@ -39,23 +40,45 @@ uint64_t ServiceMonitor::FramesDone() {
   return frames;
 }
 
+void ServiceMonitor::StartDrain(std::chrono::steady_clock::time_point deadline) {
+  std::lock_guard<std::mutex> lock(sample_mu_);
+  drain_started_ = true;
+  drain_deadline_ = deadline;
+}
+
+void ServiceMonitor::EndDrain(const std::string& what) {
+  std::lock_guard<std::mutex> lock(sample_mu_);
+  drain_end_ = what;
+}
+
+void ServiceMonitor::SetReloadRefusal(const std::string& why) {
+  std::lock_guard<std::mutex> lock(sample_mu_);
+  reload_refusal_ = why;
+}
+
 std::string ServiceMonitor::SampleStatus() {
   const int sessions = sessions_->active();
   const bool draining = sessions_->draining();
   const uint64_t frames = FramesDone();
   const auto now = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lock(sample_mu_);
+  if (!drain_end_.empty()) return drain_end_;
   double fps = 0;
-  {
-    std::lock_guard<std::mutex> lock(sample_mu_);
-    const double seconds = std::chrono::duration<double>(now - last_sample_).count();
-    if (seconds > 0 && frames >= last_frames_) fps = static_cast<double>(frames - last_frames_) / seconds;
-    last_frames_ = frames;
-    last_sample_ = now;
-  }
-  char text[128];
+  const double seconds = std::chrono::duration<double>(now - last_sample_).count();
+  if (seconds > 0 && frames >= last_frames_) fps = static_cast<double>(frames - last_frames_) / seconds;
+  last_frames_ = frames;
+  last_sample_ = now;
+  char text[192];
   std::snprintf(text, sizeof(text), "%s%d session%s, %.1f frames/s", draining ? "draining, " : "", sessions,
                 sessions == 1 ? "" : "s", fps);
-  return text;
+  std::string status = text;
+  if (drain_started_ && sessions > 0) {
+    const double left = std::max(0.0, std::chrono::duration<double>(drain_deadline_ - now).count());
+    std::snprintf(text, sizeof(text), "; waiting for %s to end, %.0f s left", sessions == 1 ? "it" : "them", left);
+    status += text;
+  }
+  if (!reload_refusal_.empty()) status += "; reload refused, the running config stays: " + reload_refusal_;
+  return status;
 }
 
 void ServiceMonitor::Loop() {

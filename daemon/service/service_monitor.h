@@ -1,6 +1,7 @@
 // The thread that keeps systemd informed while conveyord runs: a STATUS= line with the
-// sessions and the workers' frames/s every few seconds, and WATCHDOG=1 at half of the
-// watchdog interval, sent only while the liveness check says the daemon is healthy.
+// sessions and the workers' frames/s every few seconds (with what a drain waits for, and
+// a refused reload until one succeeds), and WATCHDOG=1 at half of the watchdog interval,
+// sent only while the liveness check says the daemon is healthy.
 #pragma once
 
 #include <chrono>
@@ -37,9 +38,19 @@ class ServiceMonitor {
   void Start();
   void Stop();
 
-  // "3 sessions, 812.4 frames/s", "draining, 1 session, 25.0 frames/s": frames/s is the
-  // workers' frames_done since the previous call over the time since it.
+  // "3 sessions, 812.4 frames/s", "draining, 1 session, 25.0 frames/s; waiting for it to
+  // end, 27 s left": frames/s is the workers' frames_done since the previous call over
+  // the time since it. After EndDrain(), what ends it instead. A refused reload adds
+  // "; reload refused, the running config stays: WHY".
   std::string SampleStatus();
+
+  // The drain's deadline, counted down in the status from now on.
+  void StartDrain(std::chrono::steady_clock::time_point deadline);
+  // The drain is over; `what` ("draining ended by a second signal: cancelling 2
+  // sessions") is the status from now on.
+  void EndDrain(const std::string& what);
+  // Why the last reload was refused; "" once one succeeds.
+  void SetReloadRefusal(const std::string& why);
 
  private:
   void Loop();
@@ -53,6 +64,10 @@ class ServiceMonitor {
   std::mutex sample_mu_;
   uint64_t last_frames_ = 0;
   std::chrono::steady_clock::time_point last_sample_;
+  bool drain_started_ = false;
+  std::chrono::steady_clock::time_point drain_deadline_;
+  std::string drain_end_;       // "" while running or draining
+  std::string reload_refusal_;  // "" when the last reload succeeded
 
   std::mutex mu_;
   std::condition_variable wake_;

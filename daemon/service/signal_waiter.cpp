@@ -18,6 +18,14 @@ SignalWaiter::SignalWaiter() {
   pthread_sigmask(SIG_BLOCK, &set_, nullptr);
 }
 
+namespace {
+
+SignalWaiter::Received Classify(int number) {
+  return {number == SIGHUP ? SignalWaiter::Action::kReload : SignalWaiter::Action::kStop, number};
+}
+
+}  // namespace
+
 SignalWaiter::Received SignalWaiter::Wait(double tick_s, const std::function<void()>& tick) {
   if (!(tick_s > 0 && tick_s < 3600)) tick_s = 1;  // sigtimedwait would refuse it and spin
   timespec timeout{};
@@ -25,10 +33,17 @@ SignalWaiter::Received SignalWaiter::Wait(double tick_s, const std::function<voi
   timeout.tv_nsec = static_cast<long>((tick_s - std::floor(tick_s)) * 1e9);
   for (;;) {
     const int number = sigtimedwait(&set_, nullptr, &timeout);
-    if (number > 0) return {number == SIGHUP ? Action::kReload : Action::kStop, number};
+    if (number > 0) return Classify(number);
     // EAGAIN: the tick passed; EINTR: another signal (SIGCONT after a stop) woke us.
     if (tick) tick();
   }
+}
+
+std::optional<SignalWaiter::Received> SignalWaiter::Poll() {
+  const timespec now{};
+  const int number = sigtimedwait(&set_, nullptr, &now);
+  if (number > 0) return Classify(number);
+  return std::nullopt;
 }
 
 }  // namespace conveyor

@@ -3,6 +3,7 @@
 
 #include <systemd/sd-daemon.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -18,13 +19,13 @@ std::string StatusLine(const std::string& status) {
   return line;
 }
 
+}  // namespace
+
 uint64_t MonotonicMicroseconds() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000u + static_cast<uint64_t>(ts.tv_nsec) / 1000u;
 }
-
-}  // namespace
 
 SystemdNotifier::SystemdNotifier() {
   const char* socket = std::getenv("NOTIFY_SOCKET");
@@ -47,12 +48,21 @@ Status SystemdNotifier::Ready(const std::string& status) {
   return Send(status.empty() ? "READY=1" : "READY=1\n" + StatusLine(status));
 }
 
-Status SystemdNotifier::Reloading() {
-  return Send("RELOADING=1\nMONOTONIC_USEC=" + std::to_string(MonotonicMicroseconds()));
+Status SystemdNotifier::Reloading(uint64_t monotonic_usec) {
+  return Send("RELOADING=1\nMONOTONIC_USEC=" + std::to_string(monotonic_usec));
 }
 
-Status SystemdNotifier::Stopping(const std::string& status) {
-  return Send(status.empty() ? "STOPPING=1" : "STOPPING=1\n" + StatusLine(status));
+Status SystemdNotifier::Stopping(const std::string& status, std::chrono::microseconds extend) {
+  std::string state = "STOPPING=1";
+  if (!status.empty()) state += "\n" + StatusLine(status);
+  if (extend.count() > 0) state += "\nEXTEND_TIMEOUT_USEC=" + std::to_string(extend.count());
+  return Send(state);
+}
+
+Status SystemdNotifier::ExtendTimeout(std::chrono::microseconds extend, const std::string& status) {
+  std::string state = "EXTEND_TIMEOUT_USEC=" + std::to_string(std::max<int64_t>(extend.count(), 1));
+  if (!status.empty()) state += "\n" + StatusLine(status);
+  return Send(state);
 }
 
 Status SystemdNotifier::SetStatus(const std::string& status) { return Send(StatusLine(status)); }

@@ -1,14 +1,18 @@
 // conveyord's messages to systemd (sd_notify(3)): READY=1, STATUS=, WATCHDOG=1,
-// RELOADING=1 and STOPPING=1. Without NOTIFY_SOCKET (not started by systemd as
-// Type=notify) every call is a no-op that succeeds.
+// RELOADING=1, STOPPING=1 and EXTEND_TIMEOUT_USEC=. Without NOTIFY_SOCKET (not started by
+// systemd as Type=notify) every call is a no-op that succeeds.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 #include "status.h"
 
 namespace conveyor {
+
+// CLOCK_MONOTONIC in microseconds, the clock of MONOTONIC_USEC=; the same in every process.
+uint64_t MonotonicMicroseconds();
 
 class SystemdNotifier {
  public:
@@ -23,9 +27,16 @@ class SystemdNotifier {
 
   // READY=1, with a first STATUS= line when `status` is not empty.
   Status Ready(const std::string& status = "");
-  // RELOADING=1 with MONOTONIC_USEC= (systemd 253+ wants it); Ready() ends the reload.
-  Status Reloading();
-  Status Stopping(const std::string& status = "");
+  // RELOADING=1 with MONOTONIC_USEC=`monotonic_usec`, when the reload began (systemd 253+
+  // wants it); Ready() ends the reload.
+  Status Reloading(uint64_t monotonic_usec);
+  // STOPPING=1, with a STATUS= line when `status` is not empty and EXTEND_TIMEOUT_USEC=
+  // when `extend` is above zero (see ExtendTimeout).
+  Status Stopping(const std::string& status = "", std::chrono::microseconds extend = {});
+  // EXTEND_TIMEOUT_USEC=: systemd's timeout for the state the unit is in (starting,
+  // running, stopping) now ends no sooner than `extend` from now, and it expects the next
+  // message within that; systemd 236+. With a STATUS= line when `status` is not empty.
+  Status ExtendTimeout(std::chrono::microseconds extend, const std::string& status = "");
   Status SetStatus(const std::string& status);
   Status Watchdog();
 

@@ -16,20 +16,6 @@
 namespace conveyor::service_test {
 namespace {
 
-// Sets the variables systemd would set for the next child, and takes them away after.
-class NotifyEnvironment {
- public:
-  NotifyEnvironment(const std::string& socket_path, const std::string& watchdog_usec) {
-    setenv("NOTIFY_SOCKET", socket_path.c_str(), 1);
-    setenv("WATCHDOG_USEC", watchdog_usec.c_str(), 1);
-    unsetenv("WATCHDOG_PID");  // the child's pid is not known before the fork
-  }
-  ~NotifyEnvironment() {
-    unsetenv("NOTIFY_SOCKET");
-    unsetenv("WATCHDOG_USEC");
-  }
-};
-
 size_t FirstIndexOf(const std::vector<NotifySocket::Message>& m, const std::string& text, size_t from = 0) {
   for (size_t i = from; i < m.size(); ++i) {
     if (m[i].text.find(text) != std::string::npos) return i;

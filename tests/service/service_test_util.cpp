@@ -7,6 +7,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <stdlib.h>
+
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -87,6 +89,33 @@ bool NotifySocket::WaitFor(const std::string& text, double timeout_s) const {
   });
 }
 
+NotifyEnvironment::NotifyEnvironment(const std::string& socket_path, const std::string& watchdog_usec) {
+  setenv("NOTIFY_SOCKET", socket_path.c_str(), 1);
+  if (!watchdog_usec.empty()) setenv("WATCHDOG_USEC", watchdog_usec.c_str(), 1);
+  unsetenv("WATCHDOG_PID");  // the child's pid is not known before the fork
+}
+
+NotifyEnvironment::~NotifyEnvironment() {
+  unsetenv("NOTIFY_SOCKET");
+  unsetenv("WATCHDOG_USEC");
+}
+
+std::vector<NotifySocket::Message> MessagesWith(const NotifySocket& socket, const std::string& text) {
+  std::vector<NotifySocket::Message> out;
+  for (NotifySocket::Message& m : socket.messages()) {
+    if (m.text.find(text) != std::string::npos) out.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::string NotifyValue(const std::string& message, const std::string& name) {
+  std::istringstream in(message);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(name + "=", 0) == 0) return line.substr(name.size() + 1);
+  }
+  return "";
+}
+
 StderrToFile::StderrToFile(const std::string& path) {
   std::fflush(stderr);
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -130,6 +159,18 @@ bool WaitUntil(const std::function<bool()>& done, double timeout_s) {
   return true;
 }
 
+bool ExitedWithin(pid_t pid, double timeout_s) {
+  const std::string stat = "/proc/" + std::to_string(pid) + "/stat";
+  return WaitUntil(
+      [&] {
+        // "PID (comm) STATE ...": the state follows the last ')'.
+        const std::string text = ReadText(stat);
+        const size_t paren = text.rfind(')');
+        return text.empty() || (paren != std::string::npos && text.size() > paren + 2 && text[paren + 2] == 'Z');
+      },
+      timeout_s);
+}
+
 bool CanConnectUnix(const std::string& path) {
   sockaddr_un addr;
   if (!FillAddress(path, &addr)) return false;
@@ -138,6 +179,48 @@ bool CanConnectUnix(const std::string& path) {
   const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
   close(fd);
   return ok;
+}
+
+const char* const kUnitPath = CONVEYOR_SOURCE_DIR "/deploy/systemd/conveyord.service";
+
+std::map<std::string, std::string> ServiceKeys(const std::string& unit) {
+  std::map<std::string, std::string> keys;
+  std::istringstream in(unit);
+  std::string section, line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    if (line[0] == '[') {
+      section = line;
+      continue;
+    }
+    const size_t eq = line.find('=');
+    if (section == "[Service]" && eq != std::string::npos) keys[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return keys;
+}
+
+double SpanSeconds(const std::string& text) {
+  std::istringstream in(text);
+  double total = 0;
+  std::string part;
+  while (in >> part) {
+    size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(part, &used);
+    } catch (const std::exception&) {
+      return -1;
+    }
+    const std::string unit = part.substr(used);
+    if (unit.empty() || unit == "s" || unit == "sec") {
+      total += v;
+    } else if (unit == "min" || unit == "m") {
+      total += v * 60;
+    } else {
+      return -1;
+    }
+  }
+  return total;
 }
 
 v1::JobSpec RawJob(int width, int height) {

@@ -3,9 +3,12 @@
 // are held open, paced or counted.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -43,6 +46,19 @@ class NotifySocket {
   std::thread thread_;
 };
 
+// Sets the variables systemd would set for the next child, and takes them away after:
+// NOTIFY_SOCKET, and WATCHDOG_USEC unless `watchdog_usec` is empty.
+class NotifyEnvironment {
+ public:
+  explicit NotifyEnvironment(const std::string& socket_path, const std::string& watchdog_usec = "");
+  ~NotifyEnvironment();
+};
+
+// The messages of `socket` that contain `text`, in the order they came.
+std::vector<NotifySocket::Message> MessagesWith(const NotifySocket& socket, const std::string& text);
+// The value of the line NAME=value in a notify message, or "" when it has none.
+std::string NotifyValue(const std::string& message, const std::string& name);
+
 // While alive, this process's stderr goes to `path` (appending), so a daemon forked
 // meanwhile writes its log there for good.
 class StderrToFile {
@@ -58,8 +74,20 @@ void WriteText(const std::string& path, const std::string& text);
 std::string ReadText(const std::string& path);
 // Polls `done` every 20 ms until it holds or `timeout_s` passes.
 bool WaitUntil(const std::function<bool()>& done, double timeout_s);
+// Whether the child `pid` has exited (it is a zombie, not yet reaped) within `timeout_s`;
+// it stays unreaped, for DaemonProcess::Stop to collect its exit status.
+bool ExitedWithin(pid_t pid, double timeout_s);
 // Whether a stream socket connect() to the unix socket `path` succeeds now.
 bool CanConnectUnix(const std::string& path);
+
+// ---- deploy/systemd/conveyord.service ----
+
+extern const char* const kUnitPath;
+// The [Service] keys of a unit file (the last value of each).
+std::map<std::string, std::string> ServiceKeys(const std::string& unit);
+// A systemd time span of the forms the unit uses: "60", "60s", "2min", "1min 30s"; -1 for
+// a form not handled here.
+double SpanSeconds(const std::string& text);
 
 // ---- Transcode streams of raw RGB frames ----
 

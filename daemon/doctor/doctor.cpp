@@ -38,10 +38,10 @@ std::vector<CheckResult> LoaderChecks(const std::string& backend) {
     out.push_back(CheckLibraryCopies(*text, "libcuda", ResolveRealPath, Verdict::kWarn,
                                      "the NVIDIA driver installs it; the CUDA runtime loads libcuda.so.1"));
   } else {
-    out.push_back(CheckLibraryCopies(*text, "libhsa-runtime64", ResolveRealPath, Verdict::kSkip,
-                                     "only a HIP build needs it"));
-    out.push_back(CheckLibraryCopies(*text, "libcuda", ResolveRealPath, Verdict::kSkip,
-                                     "only a CUDA build needs it"));
+    // A CPU build loads neither, whatever the host has: nothing to judge.
+    out.push_back(CheckResult{"loader libhsa-runtime64", Verdict::kSkip,
+                              "not checked: only a HIP build for AMD GPUs loads it", {}});
+    out.push_back(CheckResult{"loader libcuda", Verdict::kSkip, "not checked: only a CUDA build loads it", {}});
   }
   return out;
 }
@@ -96,6 +96,15 @@ StatusOr<DoctorOptions> ParseDoctorArgs(const std::vector<std::string>& args, bo
       ASSIGN_OR_RETURN(const std::string v, take_value());
       ASSIGN_OR_RETURN(const long long n, ParseInt("--reps", v, 1, 1000));
       o.reps = static_cast<int>(n);
+    } else if (flag == "--expect") {
+      ASSIGN_OR_RETURN(const std::string v, take_value());
+      if (v == "cpu") {
+        o.expect = Expect::kCpu;
+      } else if (v == "gpu") {
+        o.expect = Expect::kGpu;
+      } else {
+        return InvalidArgument("--expect: cpu or gpu, got '" + v + "'");
+      }
     } else if (flag == "--device") {
       ASSIGN_OR_RETURN(const std::string v, take_value());
       ASSIGN_OR_RETURN(const long long n, ParseInt("--device", v, 0, 1023));
@@ -109,15 +118,20 @@ StatusOr<DoctorOptions> ParseDoctorArgs(const std::vector<std::string>& args, bo
 
 std::string DoctorUsage(const std::string& program) {
   return "usage: " + program +
-         " [--bytes N[K|M|G]] [--reps N] [--device N] [--json]\n"
+         " [--bytes N[K|M|G]] [--reps N] [--device N] [--expect cpu|gpu] [--json]\n"
          "Checks what conveyord's GPU worker needs: devices, runtime and driver versions, duplicate\n"
          "runtime libraries, device node access, a synchronous copy, a kernel, copy/kernel overlap on\n"
          "two streams, pinned and pageable bandwidth, and the runtime's environment variables.\n"
          "  --bytes N   size of the overlap and bandwidth copies (default 64M)\n"
          "  --reps N    timed repetitions per measurement, best kept (default 5)\n"
          "  --device N  device the copy checks run on (default 0)\n"
+         "  --expect cpu|gpu\n"
+         "              what the deployment needs, for scripts that gate on the exit code: cpu exits 0\n"
+         "              wherever conveyord's CPU worker serves (a CPU build included); gpu exits 0 only\n"
+         "              where a GPU is usable\n"
          "  --json      also print one machine-readable line at the end\n"
-         "Exit codes: 0 GPU usable, 1 a check failed, 2 usage, 3 no GPU backend in this build, 4 no device.\n";
+         "Exit codes: 0 GPU usable (or, with --expect cpu, always), 1 a check failed, 2 usage, 3 no GPU\n"
+         "backend in this build, 4 no device.\n";
 }
 
 int RunDoctor(const DoctorOptions& options, std::ostream& out) {
@@ -153,9 +167,11 @@ int RunDoctor(const DoctorOptions& options, std::ostream& out) {
   }
   all.insert(all.end(), env.begin(), env.end());
   out << "== Conclusion ==\n" << Conclusion(outcome, reason) << '\n';
-  if (options.json) out << FormatJsonLine(gpu.backend, outcome, all) << '\n';
+  const std::string expectation = ExpectationLine(outcome, options.expect);
+  if (!expectation.empty()) out << expectation << '\n';
+  if (options.json) out << FormatJsonLine(gpu.backend, outcome, all, options.expect) << '\n';
   out.flush();
-  return ExitCodeFor(outcome);
+  return ExitCodeFor(outcome, options.expect);
 }
 
 int DoctorMain(const std::string& program, const std::vector<std::string>& args) {

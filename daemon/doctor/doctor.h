@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "doctor_report.h"
 #include "status.h"
 
 namespace conveyor::doctor {
@@ -19,10 +20,12 @@ struct DoctorOptions {
   int reps = 5;                               // timed repetitions per measurement (best is kept)
   int device = 0;                             // the device the copy checks run on
   bool json = false;                          // also print one machine-readable line at the end
+  Expect expect = Expect::kNone;              // --expect cpu|gpu: what the exit code judges
 };
 
 // Parses doctor arguments (argv without the program name, and without "doctor" for
-// conveyord): --bytes N[K|M|G], --reps N, --device N, --json, --help (sets *help).
+// conveyord): --bytes N[K|M|G], --reps N, --device N, --expect cpu|gpu, --json, --help
+// (sets *help).
 StatusOr<DoctorOptions> ParseDoctorArgs(const std::vector<std::string>& args, bool* help);
 
 // "64M", "1G", "4096", "512k" -> bytes (binary multiples).

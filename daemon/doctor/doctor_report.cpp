@@ -44,7 +44,17 @@ Outcome DecideOutcome(bool has_backend, bool device_found, const std::vector<Che
   return Outcome::kGpuUsable;
 }
 
-int ExitCodeFor(Outcome o) {
+const char* ExpectName(Expect e) {
+  switch (e) {
+    case Expect::kNone: return "";
+    case Expect::kCpu: return "cpu";
+    case Expect::kGpu: return "gpu";
+  }
+  return "";
+}
+
+int ExitCodeFor(Outcome o, Expect e) {
+  if (e == Expect::kCpu) return kExitOk;  // the CPU worker serves whatever the GPU's state
   switch (o) {
     case Outcome::kGpuUsable: return kExitOk;
     case Outcome::kGpuBlocked: return kExitGpuBlocked;
@@ -76,6 +86,24 @@ std::string Conclusion(Outcome o, const std::string& reason) {
       return "no GPU backend in this build: conveyord will use its CPU worker";
   }
   return "unknown outcome";
+}
+
+std::string ExpectationLine(Outcome o, Expect e) {
+  switch (e) {
+    case Expect::kNone:
+      return "";
+    case Expect::kCpu:
+      if (o == Outcome::kGpuUsable || o == Outcome::kGpuBlocked) {
+        return "expected: the CPU worker. It serves here, but with workers = \"auto\" conveyord tries the GPU "
+               "first: set workers = \"cpu\" to keep it off";
+      }
+      return "expected: the CPU worker. It serves here";
+    case Expect::kGpu:
+      return o == Outcome::kGpuUsable ? "expected: the GPU worker. It serves here"
+                                      : "expected: the GPU worker. It does NOT serve here: conveyord would run on its "
+                                        "CPU worker (with workers = \"gpu\" it refuses to start)";
+  }
+  return "";
 }
 
 std::string JsonEscape(const std::string& s) {
@@ -113,10 +141,13 @@ std::string JsonNumber(double v) {
 
 }  // namespace
 
-std::string FormatJsonLine(const std::string& backend, Outcome o, const std::vector<CheckResult>& checks) {
+std::string FormatJsonLine(const std::string& backend, Outcome o, const std::vector<CheckResult>& checks,
+                           Expect e) {
   std::ostringstream j;
-  j << "{\"doctor\":\"conveyor\",\"backend\":\"" << JsonEscape(backend) << "\",\"outcome\":\""
-    << OutcomeName(o) << "\",\"exit_code\":" << ExitCodeFor(o) << ",\"checks\":[";
+  j << "{\"doctor\":\"conveyor\",\"backend\":\"" << JsonEscape(backend) << "\",\"outcome\":\"" << OutcomeName(o)
+    << '"';
+  if (e != Expect::kNone) j << ",\"expect\":\"" << ExpectName(e) << '"';
+  j << ",\"exit_code\":" << ExitCodeFor(o, e) << ",\"checks\":[";
   for (size_t i = 0; i < checks.size(); ++i) {
     const CheckResult& c = checks[i];
     if (i > 0) j << ',';

@@ -43,18 +43,28 @@ inline constexpr int kExitUsage = 2;
 inline constexpr int kExitNoBackend = 3;
 inline constexpr int kExitNoDevice = 4;
 
+// What the deployment expects of the host (--expect): nothing said (the exit code tells
+// the outcome), conveyord's CPU worker (a CPU-only deployment: every outcome lets it
+// serve, so the exit code is 0), or its GPU worker (0 only when a GPU is usable).
+enum class Expect { kNone, kCpu, kGpu };
+const char* ExpectName(Expect e);  // "", "cpu", "gpu"
+
 Outcome DecideOutcome(bool has_backend, bool device_found, const std::vector<CheckResult>& checks);
-int ExitCodeFor(Outcome o);
+int ExitCodeFor(Outcome o, Expect e = Expect::kNone);
 // One line that says what the operator can expect from conveyord. `reason` is the
 // runtime's explanation where there is one (no device) or the first failure's detail.
 std::string Conclusion(Outcome o, const std::string& reason);
+// The line after it that says whether the outcome meets the expectation ("" for kNone).
+std::string ExpectationLine(Outcome o, Expect e);
 const char* OutcomeName(Outcome o);
 
 // JSON string escaping (quotes, backslash, control characters).
 std::string JsonEscape(const std::string& s);
 
 // {"doctor":"conveyor","backend":...,"outcome":...,"exit_code":...,"checks":[...]} on one line.
-std::string FormatJsonLine(const std::string& backend, Outcome o, const std::vector<CheckResult>& checks);
+// With an expectation, "expect" follows "outcome" and exit_code is ExitCodeFor(o, e).
+std::string FormatJsonLine(const std::string& backend, Outcome o, const std::vector<CheckResult>& checks,
+                           Expect e = Expect::kNone);
 
 // Human-readable helpers used in details.
 std::string FormatBytes(double bytes);          // "64.0 MiB", "139.8 GiB"

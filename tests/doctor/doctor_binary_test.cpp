@@ -139,7 +139,10 @@ TEST(DoctorBinary, ChecklistMatchesWhatTheRuntimeSays) {
     case Case::kNoBackend:
       EXPECT_EQ(r.exit_code, kExitNoBackend);
       EXPECT_TRUE(Has(r.output, "\nno GPU backend in this build: conveyord will use its CPU worker\n")) << r.output;
-      EXPECT_TRUE(Has(r.output, "loader libhsa-runtime64:")) << r.output;
+      // A CPU build loads no GPU runtime, so it judges none, even where the host has one.
+      EXPECT_TRUE(Has(r.output, "[skip] loader libhsa-runtime64:")) << r.output;
+      EXPECT_TRUE(Has(r.output, "[skip] loader libcuda:")) << r.output;
+      EXPECT_FALSE(Has(r.output, "[ ok ] loader")) << r.output;
       EXPECT_TRUE(Has(r.output, "\"outcome\":\"no_backend\"")) << r.output;
       break;
     case Case::kNoDevice:
@@ -166,6 +169,29 @@ TEST(DoctorBinary, ChecklistMatchesWhatTheRuntimeSays) {
       EXPECT_TRUE(Has(r.output, "\"outcome\":\"gpu_usable\"")) << r.output;
       break;
   }
+}
+
+// --expect lets a deployment gate on the exit code: a CPU-only one passes wherever the
+// CPU worker serves (a CPU build, a host without a device), a GPU one only on a usable GPU.
+TEST(DoctorBinary, ExpectGatesTheDeploymentItNames) {
+  std::string why;
+  const Case c = ProbeCase(&why);
+  std::printf("case checked: %s\n", why.c_str());
+  const RunResult cpu = RunDoctorBinary({"--expect", "cpu", "--json", "--bytes", "4M", "--reps", "1"});
+  EXPECT_EQ(cpu.exit_code, kExitOk) << cpu.output;
+  EXPECT_TRUE(Has(cpu.output, "\nexpected: the CPU worker. It serves here")) << cpu.output;
+  EXPECT_TRUE(Has(cpu.output, "\"expect\":\"cpu\",\"exit_code\":0")) << cpu.output;
+  const RunResult gpu = RunDoctorBinary({"--expect=gpu", "--bytes", "4M", "--reps", "1"});
+  if (c == Case::kDevice) {
+    EXPECT_EQ(gpu.exit_code, kExitOk) << gpu.output;
+    EXPECT_TRUE(Has(gpu.output, "\nexpected: the GPU worker. It serves here\n")) << gpu.output;
+  } else {
+    EXPECT_EQ(gpu.exit_code, c == Case::kNoBackend ? kExitNoBackend : kExitNoDevice) << gpu.output;
+    EXPECT_TRUE(Has(gpu.output, "\nexpected: the GPU worker. It does NOT serve here")) << gpu.output;
+  }
+  const RunResult bad = RunDoctorBinary({"--expect", "tpu"});
+  EXPECT_EQ(bad.exit_code, kExitUsage) << bad.output;
+  EXPECT_TRUE(Has(bad.output, "--expect: cpu or gpu, got 'tpu'")) << bad.output;
 }
 
 TEST(DoctorBinary, ShowsTheEnvironmentItRunsIn) {

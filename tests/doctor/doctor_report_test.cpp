@@ -43,6 +43,25 @@ TEST(DoctorReport, ExitCodePolicy) {
   EXPECT_NE(kExitUsage, kExitNoBackend);
 }
 
+TEST(DoctorReport, AnExpectationDecidesTheExitCode) {
+  const Outcome all[] = {Outcome::kGpuUsable, Outcome::kGpuBlocked, Outcome::kNoDevice, Outcome::kNoBackend};
+  for (const Outcome o : all) {
+    SCOPED_TRACE(OutcomeName(o));
+    // A CPU-only deployment is served in every case; the GPU worker only where a GPU is usable.
+    EXPECT_EQ(ExitCodeFor(o, Expect::kCpu), kExitOk);
+    EXPECT_EQ(ExitCodeFor(o, Expect::kGpu), ExitCodeFor(o));
+    EXPECT_EQ(ExitCodeFor(o, Expect::kGpu) == kExitOk, o == Outcome::kGpuUsable);
+    EXPECT_EQ(ExpectationLine(o, Expect::kNone), "");
+  }
+  EXPECT_EQ(ExpectationLine(Outcome::kNoBackend, Expect::kCpu), "expected: the CPU worker. It serves here");
+  EXPECT_NE(ExpectationLine(Outcome::kGpuUsable, Expect::kCpu).find("set workers = \"cpu\""), std::string::npos);
+  EXPECT_EQ(ExpectationLine(Outcome::kGpuUsable, Expect::kGpu), "expected: the GPU worker. It serves here");
+  EXPECT_NE(ExpectationLine(Outcome::kNoDevice, Expect::kGpu).find("does NOT serve here"), std::string::npos);
+  EXPECT_EQ(FormatJsonLine("none", Outcome::kNoBackend, {}, Expect::kCpu),
+            "{\"doctor\":\"conveyor\",\"backend\":\"none\",\"outcome\":\"no_backend\",\"expect\":\"cpu\","
+            "\"exit_code\":0,\"checks\":[]}");
+}
+
 TEST(DoctorReport, ConclusionsSayWhatConveyordWillDo) {
   EXPECT_EQ(Conclusion(Outcome::kNoBackend, ""), "no GPU backend in this build: conveyord will use its CPU worker");
   EXPECT_EQ(Conclusion(Outcome::kNoDevice, "hipGetDeviceCount: hipErrorNoDevice (no ROCm-capable device is detected)"),

@@ -25,7 +25,9 @@ export CONVEYOR_DECODE_SOAK_MEDIA=$here/decode
 export CONVEYOR_SOAK_SECONDS=${CONVEYOR_SOAK_SECONDS:-60}
 # The soak reads one worker's counters: one GPU.
 export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
-echo "== soak: workers $CONVEYOR_E2E_WORKERS, $CONVEYOR_SOAK_SECONDS s (and two warm-ups as long)"
+echo "== soak: workers $CONVEYOR_E2E_WORKERS, tests ${GTEST_FILTER:-all}; the session soak $CONVEYOR_SOAK_SECONDS s" \
+  "(and two warm-ups as long), the decode soak ${CONVEYOR_DECODE_SOAK_SECONDS:-its default} s" \
+  "(after ${CONVEYOR_DECODE_SOAK_WARMUP_SECONDS:-its default} s of warm-up)"
 log=${OUT:-$work}/soak.log
 "$work/soak_tests" --gtest_color=no 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}

@@ -165,6 +165,8 @@ int Run(int argc, char** argv) {
     return 1;
   }
   for (const std::string& e : (*server)->endpoints()) spdlog::info("listening on {}", e);
+  // SIGHUP also reads the token file and the TLS files again.
+  reloader.set_credential_reload([&server] { return (*server)->ReloadCredentials(); });
 
   Heartbeats main_loop(1);  // the main thread is its one thread
   auto alive = [&]() -> Status {

@@ -85,6 +85,10 @@ StatusOr<ConfigReload> ConfigReloader::Reload() {
       out.needs_restart.push_back(name);
     }
   }
+  if (credential_reload_) {
+    ASSIGN_OR_RETURN(const std::vector<std::string> reread, credential_reload_());
+    out.applied.insert(out.applied.end(), reread.begin(), reread.end());
+  }
   running_ = std::move(next);
   file_values_ = file;
   return out;

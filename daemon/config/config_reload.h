@@ -3,6 +3,7 @@
 // what only a restart applies.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,6 +38,14 @@ class ConfigReloader {
   // parsed, a value out of range) nothing changes and the error says why.
   StatusOr<ConfigReload> Reload();
 
+  // Reads the credentials' files again (the token file, the TLS key pair and CA) and
+  // takes them in, or returns why not; the settings whose files changed. Reload() calls it
+  // every time, changed config file or not (those files change on their own), once the
+  // file has parsed: its error refuses the reload like a bad file, and its settings count
+  // as applied.
+  using CredentialReload = std::function<StatusOr<std::vector<std::string>>()>;
+  void set_credential_reload(CredentialReload reload) { credential_reload_ = std::move(reload); }
+
   // The config in effect: the startup config with every reload's runtime settings applied.
   const DaemonConfig& running() const { return running_; }
 
@@ -45,6 +54,7 @@ class ConfigReloader {
   DaemonConfig running_;
   // The file's own values (no flags) at the last read, to tell an edit that a flag hides.
   std::optional<DaemonConfig> file_values_;
+  CredentialReload credential_reload_;
 };
 
 }  // namespace conveyor::config

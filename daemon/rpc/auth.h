@@ -23,6 +23,7 @@ class Authenticator {
   struct Token {
     std::string secret;
     bool admin = false;
+    bool operator==(const Token& o) const { return secret == o.secret && admin == o.admin; }
   };
 
   Authenticator() = default;  // auth off: every call is let in
@@ -33,6 +34,9 @@ class Authenticator {
   static StatusOr<Authenticator> LoadFile(const std::string& path);
 
   bool enabled() const { return enabled_; }
+  // The same tokens with the same roles, in the same order: a reload that reads this
+  // changes nothing.
+  bool operator==(const Authenticator& o) const { return enabled_ == o.enabled_ && tokens_ == o.tokens_; }
 
   // UNAUTHENTICATED unless the call carries "authorization: Bearer <a known token>".
   StatusOr<Caller> Check(const grpc::ServerContextBase& context) const;

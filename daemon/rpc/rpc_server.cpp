@@ -10,8 +10,7 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <optional>
 #include <vector>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
@@ -20,34 +19,6 @@
 
 namespace conveyor {
 namespace {
-
-// A PEM file's text; `option` names the setting in errors. `marker` must appear in it
-// ("CERTIFICATE", "PRIVATE KEY"), so that a wrong file fails here, clearly, rather
-// than in gRPC's handshake setup.
-StatusOr<std::string> ReadPem(const std::string& option, const std::string& path, const char* marker) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return InvalidArgument(option + ": cannot read " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  const std::string pem = text.str();
-  if (pem.find("-----BEGIN ") == std::string::npos || pem.find(marker) == std::string::npos) {
-    return InvalidArgument(option + ": " + path + " is not a PEM file with a " + marker);
-  }
-  return pem;
-}
-
-StatusOr<std::shared_ptr<grpc::ServerCredentials>> TlsCredentials(const config::DaemonConfig& c) {
-  ASSIGN_OR_RETURN(std::string cert, ReadPem("server.tls_cert_file", c.tls_cert_file, "CERTIFICATE"));
-  ASSIGN_OR_RETURN(std::string key, ReadPem("server.tls_key_file", c.tls_key_file, "PRIVATE KEY"));
-  grpc::SslServerCredentialsOptions options(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
-  if (!c.tls_client_ca_file.empty()) {
-    ASSIGN_OR_RETURN(options.pem_root_certs,
-                     ReadPem("server.tls_client_ca_file", c.tls_client_ca_file, "CERTIFICATE"));
-    options.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
-  }
-  options.pem_key_cert_pairs.push_back({std::move(key), std::move(cert)});
-  return grpc::SslServerCredentials(options);
-}
 
 // Gives the unix socket at `path` to `group` (server.socket_group), owner unchanged, so
 // that the group's members may connect. Nothing here stops the daemon: a host without
@@ -125,10 +96,14 @@ StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(const config::DaemonConfig
                                                       const std::string& version) {
   const std::vector<config::ListenAddress> listen = config.EffectiveListen();
   if (listen.empty()) return InvalidArgument("listen: no address to serve on");
-  std::shared_ptr<grpc::ServerCredentials> tcp_credentials = grpc::InsecureServerCredentials();
+  const TlsFiles tls_files{config.tls_cert_file, config.tls_key_file, config.tls_client_ca_file};
+  std::unique_ptr<ReloadableServerTls> tls;
   if (config.tls_enabled()) {
-    ASSIGN_OR_RETURN(tcp_credentials, TlsCredentials(config));
+    ASSIGN_OR_RETURN(const TlsMaterial material, LoadTlsMaterial(tls_files));
+    ASSIGN_OR_RETURN(tls, ReloadableServerTls::Create(material));
   }
+  std::shared_ptr<grpc::ServerCredentials> tcp_credentials =
+      tls ? tls->credentials() : grpc::InsecureServerCredentials();
   Authenticator auth;
   if (!config.auth_token_file.empty()) {
     ASSIGN_OR_RETURN(auth, Authenticator::LoadFile(config.auth_token_file));
@@ -137,6 +112,9 @@ StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(const config::DaemonConfig
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   std::unique_ptr<RpcServer> rpc(new RpcServer(manager, version));
   rpc->service_.set_authenticator(std::move(auth));
+  rpc->token_file_ = config.auth_token_file;
+  rpc->tls_files_ = tls_files;
+  rpc->tls_ = std::move(tls);
   grpc::ServerBuilder builder;
   // gRPC sets SO_REUSEPORT by default, with which a second conveyord binds the same port and
   // the kernel splits new connections between the two: a daemon must own its address.
@@ -203,6 +181,36 @@ void RpcServer::SetServing(bool serving) {
   if (health == nullptr) return;
   health->SetServingStatus(serving);
   health->SetServingStatus("conveyor.v1.Transcoder", serving);
+}
+
+StatusOr<std::vector<std::string>> RpcServer::ReloadCredentials() {
+  // Everything is read and checked first; the TLS material, the one step that can still
+  // fail, is replaced before the tokens.
+  std::optional<Authenticator> tokens;
+  if (!token_file_.empty()) {
+    ASSIGN_OR_RETURN(Authenticator read, Authenticator::LoadFile(token_file_));
+    if (!(read == *service_.authenticator())) tokens = std::move(read);
+  }
+  std::vector<std::string> changed;
+  if (tls_) {
+    ASSIGN_OR_RETURN(const TlsMaterial material, LoadTlsMaterial(tls_files_));
+    const TlsMaterial before = tls_->material();
+    ASSIGN_OR_RETURN(changed, tls_->Replace(material));
+    if (material.cert_chain != before.cert_chain || material.private_key != before.private_key) {
+      spdlog::info("reload: new TLS connections get the certificate in {} ({})", tls_files_.cert_file,
+                   DescribeCertificate(material.cert_chain));
+    }
+    if (material.client_ca != before.client_ca) {
+      spdlog::info("reload: new TLS connections' client certificates are checked against {}",
+                   tls_files_.client_ca_file);
+    }
+  }
+  if (tokens) {
+    service_.set_authenticator(std::move(*tokens));
+    changed.push_back("server.auth_token_file");
+    spdlog::info("reload: new calls are checked against the tokens in {}", token_file_);
+  }
+  return changed;
 }
 
 void RpcServer::Shutdown(double deadline_s) {

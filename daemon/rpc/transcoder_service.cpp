@@ -6,9 +6,20 @@
 
 namespace conveyor {
 
+void TranscoderService::set_authenticator(Authenticator auth) {
+  auto next = std::make_shared<const Authenticator>(std::move(auth));
+  std::lock_guard<std::mutex> lock(auth_mu_);
+  auth_ = std::move(next);
+}
+
+std::shared_ptr<const Authenticator> TranscoderService::authenticator() const {
+  std::lock_guard<std::mutex> lock(auth_mu_);
+  return auth_;
+}
+
 grpc::ServerBidiReactor<v1::TranscodeRequest, v1::TranscodeResponse>* TranscoderService::Transcode(
     grpc::CallbackServerContext* context) {
-  StatusOr<Caller> caller = auth_.Check(*context);
+  StatusOr<Caller> caller = authenticator()->Check(*context);
   if (!caller.ok()) return new TranscodeReactor(context, manager_, caller.status());
   return new TranscodeReactor(context, manager_, std::move(caller).value());
 }
@@ -17,7 +28,7 @@ grpc::ServerUnaryReactor* TranscoderService::GetServerStatus(grpc::CallbackServe
                                                              const v1::GetServerStatusRequest*,
                                                              v1::ServerStatus* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (StatusOr<Caller> caller = auth_.Check(*context); !caller.ok()) {
+  if (StatusOr<Caller> caller = authenticator()->Check(*context); !caller.ok()) {
     reactor->Finish(ToGrpcStatus(caller.status()));
     return reactor;
   }
@@ -51,7 +62,7 @@ grpc::ServerUnaryReactor* TranscoderService::ListSessions(grpc::CallbackServerCo
                                                           const v1::ListSessionsRequest*,
                                                           v1::ListSessionsResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  StatusOr<Caller> caller = auth_.Check(*context);
+  StatusOr<Caller> caller = authenticator()->Check(*context);
   if (!caller.ok()) {
     reactor->Finish(ToGrpcStatus(caller.status()));
     return reactor;
@@ -79,7 +90,7 @@ grpc::ServerUnaryReactor* TranscoderService::CancelSession(grpc::CallbackServerC
                                                            const v1::CancelSessionRequest* request,
                                                            v1::CancelSessionResponse*) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  StatusOr<Caller> caller = auth_.Check(*context);
+  StatusOr<Caller> caller = authenticator()->Check(*context);
   if (!caller.ok()) {
     reactor->Finish(ToGrpcStatus(caller.status()));
     return reactor;

@@ -4,6 +4,8 @@
 // and cancels only the sessions it started (unless its token is admin).
 #pragma once
 
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "auth.h"
@@ -16,8 +18,11 @@ class TranscoderService final : public v1::Transcoder::CallbackService {
  public:
   TranscoderService(SessionManager* manager, std::string version) : manager_(manager), version_(std::move(version)) {}
 
-  // Token auth for every call (default: off). Set before the server starts.
-  void set_authenticator(Authenticator auth) { auth_ = std::move(auth); }
+  // Token auth for every call (default: off). A reload may replace it while calls run:
+  // each call is checked once, when it starts, so a stream goes on under the tokens it
+  // started with and only new calls see the new ones.
+  void set_authenticator(Authenticator auth);
+  std::shared_ptr<const Authenticator> authenticator() const;
 
   grpc::ServerBidiReactor<v1::TranscodeRequest, v1::TranscodeResponse>* Transcode(
       grpc::CallbackServerContext* context) override;
@@ -33,7 +38,8 @@ class TranscoderService final : public v1::Transcoder::CallbackService {
  private:
   SessionManager* const manager_;
   const std::string version_;
-  Authenticator auth_;
+  mutable std::mutex auth_mu_;
+  std::shared_ptr<const Authenticator> auth_ = std::make_shared<const Authenticator>();
 };
 
 }  // namespace conveyor

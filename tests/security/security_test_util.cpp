@@ -2,6 +2,7 @@
 #include "security_test_util.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -17,9 +18,7 @@
 #include "daemon_process.h"
 
 namespace conveyor::security_test {
-namespace {
 
-// One key and certificate signed by `ca` (or self-signed, a CA, when `ca` is empty).
 void MakeCert(const std::string& dir, const std::string& name, const std::string& ca, const std::string& ext) {
   const std::string key = " -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout " + dir + "/" + name +
                           ".key ";
@@ -35,6 +34,8 @@ void MakeCert(const std::string& dir, const std::string& name, const std::string
   }
   ASSERT_EQ(e2e::Shell("(" + cmd + ") >" + dir + "/openssl.log 2>&1"), 0) << ReadText(dir + "/openssl.log");
 }
+
+namespace {
 
 Pki MakePki() {
   Pki p;
@@ -73,6 +74,22 @@ std::string ReadText(const std::string& path) {
 void WriteText(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
+}
+
+StderrToFile::StderrToFile(const std::string& path) {
+  std::fflush(stderr);
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  saved_ = dup(STDERR_FILENO);
+  dup2(fd, STDERR_FILENO);
+  close(fd);
+}
+
+StderrToFile::~StderrToFile() {
+  if (saved_ < 0) return;
+  std::fflush(stderr);
+  dup2(saved_, STDERR_FILENO);
+  close(saved_);
 }
 
 std::shared_ptr<grpc::Channel> TcpChannel(int port, const ChannelOptions& o) {

@@ -21,9 +21,26 @@ struct Pki {
 // Made once per test binary (EC P-256 keys: fast). Fails the test on an openssl error.
 const Pki& TestPki();
 
+// dir/NAME.key and dir/NAME.pem (subject CN=NAME): signed by dir/CA.pem and dir/CA.key
+// with the extensions in `ext` ("subjectAltName=...\n"), or a self-signed CA when `ca`
+// is empty.
+void MakeCert(const std::string& dir, const std::string& name, const std::string& ca, const std::string& ext);
 
 std::string ReadText(const std::string& path);
 void WriteText(const std::string& path, const std::string& text);
+
+// While alive, this process's stderr goes to `path` (appending), so a daemon forked
+// meanwhile writes its log there for good.
+class StderrToFile {
+ public:
+  explicit StderrToFile(const std::string& path);
+  ~StderrToFile();
+  StderrToFile(const StderrToFile&) = delete;
+  StderrToFile& operator=(const StderrToFile&) = delete;
+
+ private:
+  int saved_ = -1;
+};
 
 struct ChannelOptions {
   std::string ca_file;                // "" → plaintext

@@ -1,6 +1,7 @@
 // ConfigReloader: what a SIGHUP takes from the file (limits, log level), what it leaves for
 // a restart (listen addresses, workers, sizes the workers' buffers are made for), that the
-// startup flags still win, and that a broken file changes nothing.
+// startup flags still win, that a broken file changes nothing, and that the credentials'
+// files are read on every reload, their error refusing it.
 #include "config_reload.h"
 
 #include <gtest/gtest.h>
@@ -115,6 +116,34 @@ TEST_F(ConfigReloadTest, ABrokenFileChangesNothing) {
   Rewrite("[limits]\nmax_sessions = 4\n");
   ASSERT_TRUE(r->Reload().ok());
   EXPECT_EQ(r->running().max_sessions, 4);
+}
+
+TEST_F(ConfigReloadTest, CredentialFilesAreReadOnEveryReloadAndTheirErrorRefusesIt) {
+  auto r = Start("[limits]\nmax_sessions = 2\n");
+  ASSERT_TRUE(r);
+  int calls = 0;
+  StatusOr<std::vector<std::string>> answer = std::vector<std::string>{"server.auth_token_file"};
+  r->set_credential_reload([&]() -> StatusOr<std::vector<std::string>> {
+    ++calls;
+    return answer;
+  });
+  // The config file is unchanged: the credentials are read all the same.
+  StatusOr<ConfigReload> reload = r->Reload();
+  ASSERT_TRUE(reload.ok()) << reload.status().ToString();
+  EXPECT_EQ(calls, 1);
+  EXPECT_TRUE(Contains(reload->applied, "server.auth_token_file"));
+
+  // Their error refuses the whole reload, the file's new values included.
+  answer = InvalidArgument("server.auth_token_file: cannot read /nowhere");
+  Rewrite("[limits]\nmax_sessions = 4\n");
+  reload = r->Reload();
+  EXPECT_EQ(reload.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r->running().max_sessions, 2);
+
+  // A file that does not parse refuses the reload before the credentials are read.
+  Rewrite("[limits]\nmax_sessions = \"many\"\n");
+  EXPECT_FALSE(r->Reload().ok());
+  EXPECT_EQ(calls, 2);
 }
 
 }  // namespace

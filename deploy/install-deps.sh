@@ -13,7 +13,7 @@ packages=(
   hipcc libamdhip64-dev rocm-device-libs
 )
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(libgtest-dev libgmock-dev prometheus dpkg-dev fakeroot openssl)
+  packages+=(libgtest-dev libgmock-dev prometheus dpkg-dev fakeroot openssl lintian)
   # tests/e2e_py: the independent Python client (Debian's grpcio, not pip's; its stubs come from
   # protobuf-compiler-grpc above) and the standard health and reflection protos.
   packages+=(python3-grpcio python3-protobuf grpc-proto)

@@ -13,7 +13,6 @@
 #include "config_fields.h"
 
 namespace conveyor::config {
-namespace {
 
 // The flag's help: the comment's first sentence, its lines joined.
 std::string FirstSentence(const char* doc) {
@@ -24,6 +23,8 @@ std::string FirstSentence(const char* doc) {
   const size_t end = s.find(". ");
   return end == std::string::npos ? s : s.substr(0, end + 1);
 }
+
+namespace {
 
 StatusOr<int64_t> ParseFlagInteger(const std::string& flag, const std::string& text) {
   int64_t v = 0;
@@ -70,6 +71,8 @@ Status SetFromFlag(DaemonConfig* c, const Field& f, const std::string& text) {
       f.member);
 }
 
+}  // namespace
+
 const char* TypeNameForFlag(const Field& f) {
   const std::string key = f.key;
   if (key == "metrics_listen") return "ADDR";
@@ -88,8 +91,6 @@ const char* TypeNameForFlag(const Field& f) {
                     },
                     f.member);
 }
-
-}  // namespace
 
 StatusOr<CommandLine> ParseCommandLine(int argc, const char* const* argv,
                                        const std::string& default_config_path) {

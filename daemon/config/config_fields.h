@@ -198,5 +198,9 @@ const Field* FindField(const std::string& table, const std::string& key);
 // The field's value in `c` as TOML.
 std::string RenderValue(const DaemonConfig& c, const Field& f);
 bool FileExists(const std::string& path);
+// A flag's help in conveyord --help: the comment's first sentence, its lines joined.
+std::string FirstSentence(const char* doc);
+// The name of a flag's value in conveyord --help and conveyord(8): N, BYTES, PATH, ...
+const char* TypeNameForFlag(const Field& f);
 
 }  // namespace conveyor::config

@@ -21,8 +21,10 @@ breach() { echo "deb_daemon_user_test: FAIL: $*" >&2; breaches=$((breaches + 1))
 
 [[ $EUID -eq 0 ]] || fail "must run as root (it installs and purges the package)"
 [[ -f $deb ]] || fail "no $deb"
-if dpkg-query -W -f='${Status}' conveyor 2>/dev/null | grep -q installed; then
-  fail "package conveyor is already installed here; run 'dpkg --purge conveyor' first"
+package=$(dpkg-deb -f "$deb" Package)  # conveyor-cpu, conveyor-amd or conveyor-nvidia
+readonly package  # what the traps purge
+if dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q installed; then
+  fail "package $package is already installed here; run 'dpkg --purge $package' first"
 fi
 getent passwd conveyor >/dev/null && fail "user conveyor already exists; remove it first"
 getent group conveyor >/dev/null && fail "group conveyor already exists; remove it first"
@@ -46,7 +48,7 @@ restore_group() {
   fi
 }
 cleanup() {
-  dpkg --purge conveyor >/dev/null 2>&1 || true
+  dpkg --purge "$package" >/dev/null 2>&1 || true
   rm -rf "$scratch"
   if getent passwd conveyor >/dev/null; then userdel conveyor || true; fi
   restore_group conveyor ""
@@ -88,7 +90,7 @@ else
   dpkg -i "$deb" >/dev/null || fail "1: dpkg -i over the installed package"
   [[ -e $target ]] && breach "1: postinst wrote through the symlink the daemon user planted in /var/lib/conveyor"
   getent group render >/dev/null || fail "1: postinst did not create group render again"
-  dpkg --purge conveyor >/dev/null || fail "1: dpkg --purge"
+  dpkg --purge "$package" >/dev/null || fail "1: dpkg --purge"
   [[ -e $target ]] && breach "1: a maintainer script wrote through the planted symlink"
   getent group render >/dev/null && breach "1: purge left group render, which postinst created"
   check_purged 1
@@ -103,7 +105,7 @@ dpkg -i "$deb" >/dev/null || fail "2: dpkg -i"
 hand_over_state_dir
 as_daemon_user sh -eu -c 'cd /var/lib/conveyor; touch .created-group-render .created-group-video' \
   || fail "2: planting as user conveyor"
-dpkg --purge conveyor >/dev/null || fail "2: dpkg --purge"
+dpkg --purge "$package" >/dev/null || fail "2: dpkg --purge"
 if ! render_after=$(getent group render); then
   breach "2: purge deleted the host's group render, which a marker of the daemon user claimed"
 elif [[ $render_after != "$render_host" ]]; then

@@ -100,7 +100,10 @@ StatusOr<CommandLine> ParseCommandLine(int argc, const char* const* argv,
       "Flags override the config file. Every key of the file, with its default and "
       "comment:\n  conveyord --config \"\" --print-config\n\n"
       "Checking the host (GPU, driver, runtime, environment) before serving:\n"
-      "  conveyord doctor [--help]");
+      "  conveyord doctor [--help]\n\n"
+      "Reloading a running daemon's config and credentials, waiting for the outcome (the\n"
+      "unit's ExecReload):\n"
+      "  conveyord reload [--help]");
   app.set_version_flag("--version", std::string("conveyord ") + ConveyorVersion());
 
   std::string config_path;

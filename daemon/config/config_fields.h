@@ -58,7 +58,9 @@ inline const Field kFields[] = {
      "cancel sessions."},
     {"server", "tls_cert_file", &DaemonConfig::tls_cert_file, "--tls-cert-file",
      "PEM certificate (chain) of the server. With tls_key_file, TCP listeners serve TLS;\n"
-     "unix sockets stay plaintext (their file permissions guard them). \"\": no TLS."},
+     "unix sockets stay plaintext (their file permissions guard them). \"\": no TLS. SIGHUP\n"
+     "reads it, its key and the client CA again for new connections; files that do not\n"
+     "check out (unparsable, a key that is not the certificate's) refuse the reload."},
     {"server", "tls_key_file", &DaemonConfig::tls_key_file, "--tls-key-file",
      "PEM private key of tls_cert_file. Both are set, or neither."},
     {"server", "tls_client_ca_file", &DaemonConfig::tls_client_ca_file, "--tls-client-ca-file",
@@ -68,7 +70,8 @@ inline const Field kFields[] = {
      "File of bearer tokens, one per line: TOKEN, or TOKEN admin. When set, every\n"
      "conveyor.v1.Transcoder call needs the metadata \"authorization: Bearer TOKEN\"; a caller\n"
      "sees and cancels only its own sessions unless its token is admin. Health checks and\n"
-     "reflection stay open. \"\": no token auth."},
+     "reflection stay open. \"\": no token auth. SIGHUP reads it again (a call is checked when\n"
+     "it starts); an unreadable or empty file refuses the reload."},
     {"server", "shared_memory", &DaemonConfig::shared_memory, nullptr,
      "Let clients on this host send raw frames through shared memory (RawInput.shared_memory_slots):\n"
      "the daemon serves an attach socket beside the first unix socket (NAME.frames.sock, same\n"
@@ -158,7 +161,9 @@ inline const Field kFields[] = {
      "first frame waits for about this many frames of input: set it low for live input.",
      0, 256},
     {"workers", "drain_timeout_s", &DaemonConfig::drain_timeout_s, "--drain-timeout",
-     "On SIGTERM, seconds running sessions get to finish before they are cancelled.", 0, 86400},
+     "On SIGTERM, seconds running sessions get to finish before they are cancelled; a\n"
+     "second SIGTERM or SIGINT cancels them at once. Under systemd the daemon extends the\n"
+     "unit's stop timeout while it drains (EXTEND_TIMEOUT_USEC).", 0, 86400},
 
     {"color", "untagged_matrix", &DaemonConfig::untagged_matrix, "--untagged-matrix",
      "YCbCr matrix assumed for container input that signals none: bt601, bt709 or by-size.\n"

@@ -13,7 +13,7 @@
 #                           and session tests (tests/session: sessions without gRPC); only
 #                           their targets are built
 #   fuzz                    clang-15 libFuzzer targets with ASan + UBSan, 45 s each (tests/fuzz/)
-#   package                 from the cpu build: the .deb (installed, checked and purged;
+#   package                 from the cpu build: the .deb (linted, installed, checked and purged;
 #                           needs root) and the portable bundle (tests/package/)
 #   simd                    the CPU encoder's SIMD variants: those this CPU has, natively;
 #                           the baseline ones (target_clones "default", the portable DCT)

@@ -4,11 +4,11 @@
 // spare (Policy::spare_cores idle); from then on new sessions decode on the CPU, and one
 // engine session at a time (each Policy::move_every) is asked to move to the CPU at its
 // next keyframe, which loses no frame (ContainerDecoder::MoveToSoftwareAtNextKeyframe).
-// The load is read at most every Policy::sample_every, lazily, by the sessions' own calls.
-// Sessions placed since the last reading count at the engine share that the reading's
-// sessions had each, so a burst of new sessions does not all land on engines that the
-// first few already fill. Where the engines' load cannot be read (no NVML: AMD GPUs), every
-// session goes to the engines, as without a balancer.
+// The load is read at most every Policy::sample_every, lazily, by the sessions' own calls,
+// and placement goes by the last reading alone: a burst between readings lands on the
+// engines, which share themselves out, and moves take the surplus off (decode_balancer.cpp
+// says why not the other way round). Where the engines' load cannot be read (no NVML: AMD
+// GPUs), every session goes to the engines, as without a balancer.
 #pragma once
 
 #include <atomic>

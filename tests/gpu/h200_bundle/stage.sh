@@ -39,6 +39,8 @@ strip --strip-unneeded .h200/conveyor-bench-libav-{mjpeg,decode}
     -c:v libx264 -preset fast -crf 26 -pix_fmt yuv420p -movflags +faststart .h200/n1080.mp4
 ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=1920x1080:rate=30,noise=alls=6:allf=t" -t 4 \
   -c:v libx264 -preset medium -crf 23 -pix_fmt yuv420p -movflags +faststart .h200/a1080.mp4
+# The same stream as Annex B, which decode_tune.sh (REPEAT=N) concatenates into a longer one.
+ffmpeg -loglevel error -y -i .h200/a1080.mp4 -c copy -bsf:v h264_mp4toannexb -f h264 .h200/a1080.h264
 # decode_identity.sh's clips: every codec the engines take, odd sizes and sizes cropped
 # from the coded size, 10-bit; and streams they do not take or that auto keeps on the CPU
 # (*_cpu_*: 4:4:4, AV1 through libdav1d, MPEG-2 with its inexact IDCT).

@@ -79,7 +79,9 @@ TEST(CtlDefaultTarget, TheSystemSocketWinsForAGroupMemberWhoMayNotWriteItsDirect
   ScopedEnv xdg("XDG_RUNTIME_DIR", std::string("/run/user/65534"));
   ASSERT_EQ(chmod(tmp.path().c_str(), 0711), 0);  // the other user may pass through
   const std::string dir = MakeSystemDir(tmp.path(), geteuid() == 0 ? kConveyorGroup : getegid());
-  if (geteuid() != 0) ASSERT_EQ(chmod(dir.c_str(), 0550), 0);  // search, no write, for us too
+  if (geteuid() != 0) {
+    ASSERT_EQ(chmod(dir.c_str(), 0550), 0);  // search, no write, for us too
+  }
   EXPECT_EQ(AsUser(dir, kNobody, kConveyorGroup), dir + "/conveyord.sock");
   ASSERT_EQ(chmod(dir.c_str(), 0750), 0);  // for the clean-up
 }

@@ -1,12 +1,16 @@
 // deploy/systemd/conveyord.service: systemd-analyze verify accepts it with nothing on
 // stderr (verify only fails on fatal errors; unknown keys and bad values are warnings),
-// and the keys conveyord's behaviour relies on are there.
+// systemd-analyze security rates it at 2.0 or better, and the keys conveyord's behaviour
+// relies on are there, a config error's exit status among them.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "daemon_config.h"
 #include "daemon_process.h"
@@ -51,6 +55,120 @@ TEST(UnitFile, SystemdAnalyzeVerifyPassesWithNothingOnStderr) {
   const Verify v = RunVerify(rewritten);
   EXPECT_EQ(v.rc, 0) << v.err;
   EXPECT_EQ(v.err, "");
+}
+
+struct Security {
+  int rc = -1;
+  std::string table;  // stdout and stderr
+  double overall = -1;
+};
+
+// systemd-analyze security --offline=true --threshold=20 (exposure 2.0, in tenths) on
+// `unit_text` saved as conveyord.service.
+Security RunSecurity(const std::string& unit_text) {
+  const std::string dir = e2e::MakeTempDir();
+  WriteText(dir + "/conveyord.service", unit_text);
+  Security s;
+  s.rc = e2e::Shell("systemd-analyze security --no-pager --offline=true --threshold=20 '" + dir +
+                    "/conveyord.service' >'" + dir + "/out' 2>&1");
+  s.table = ReadText(dir + "/out");
+  e2e::Shell("rm -rf '" + dir + "'");
+  const std::string overall = "Overall exposure level for conveyord.service: ";
+  const size_t at = s.table.find(overall);
+  if (at != std::string::npos) s.overall = std::atof(s.table.c_str() + at + overall.size());
+  return s;
+}
+
+std::string WithoutLinesStarting(const std::string& unit, const std::vector<std::string>& prefixes) {
+  std::istringstream in(unit);
+  std::string out, line;
+  while (std::getline(in, line)) {
+    bool drop = false;
+    for (const std::string& p : prefixes) drop = drop || line.rfind(p, 0) == 0;
+    if (!drop) out += line + "\n";
+  }
+  return out;
+}
+
+// The exposures left open are listed with their reasons in the unit's comments.
+TEST(UnitFile, SystemdAnalyzeSecurityRatesItAt2OrBetter) {
+  ASSERT_EQ(e2e::Shell("command -v systemd-analyze >/dev/null"), 0) << "systemd-analyze is not installed";
+  const std::string unit = ReadText(kUnitPath);
+  ASSERT_FALSE(unit.empty()) << kUnitPath;
+  const Security s = RunSecurity(unit);
+  std::printf("%s", s.table.c_str());  // the table, into the test's log
+  ASSERT_GE(s.overall, 0) << "no overall exposure level in:\n" << s.table;
+  EXPECT_LE(s.overall, 2.0);
+  EXPECT_EQ(s.rc, 0) << "--threshold=20 refused it";
+}
+
+// The threshold above would pass vacuously if it never failed: without its system call
+// filter and its /proc and IPC settings, the unit is rated over 2.0 and refused.
+TEST(UnitFile, SecurityThresholdRefusesAWeakerUnit) {
+  ASSERT_EQ(e2e::Shell("command -v systemd-analyze >/dev/null"), 0) << "systemd-analyze is not installed";
+  const std::string weaker = WithoutLinesStarting(
+      ReadText(kUnitPath), {"SystemCallFilter=", "ProtectProc=", "PrivateIPC=", "RemoveIPC=", "PrivateMounts="});
+  const Security s = RunSecurity(weaker);
+  EXPECT_GT(s.overall, 2.0) << s.table;
+  EXPECT_NE(s.rc, 0) << s.table;
+}
+
+// Paths in DeviceAllow= are looked up when the unit starts and skipped when the node is not
+// there yet; device classes (char-<name in /proc/devices>) cover nodes made later.
+TEST(UnitFile, DeviceAllowNamesDeviceClassesNotPaths) {
+  std::istringstream in(ReadText(kUnitPath));
+  std::string line;
+  int entries = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind("DeviceAllow=", 0) != 0) continue;
+    ++entries;
+    EXPECT_EQ(line.rfind("DeviceAllow=char-", 0), 0u) << line;
+  }
+  EXPECT_GT(entries, 0);
+  const std::map<std::string, std::string> keys = ServiceKeys(ReadText(kUnitPath));
+  EXPECT_EQ(keys.count("DevicePolicy") ? keys.at("DevicePolicy") : "", "closed");
+}
+
+// LimitMEMLOCK is bounded, and covers what the defaults pin with eight GPUs: the frame
+// assembly pool, and per GPU its slots (about 50 MiB each at 3840x2160) and its 64 MiB
+// readback ring.
+TEST(UnitFile, LimitMemlockCoversTheDefaultPinnedBudgets) {
+  const std::map<std::string, std::string> keys = ServiceKeys(ReadText(kUnitPath));
+  ASSERT_TRUE(keys.count("LimitMEMLOCK"));
+  const std::string text = keys.at("LimitMEMLOCK");
+  ASSERT_NE(text, "infinity");
+  char* end = nullptr;
+  uint64_t limit = std::strtoull(text.c_str(), &end, 10);
+  const std::string unit_suffix = end;
+  if (unit_suffix == "G") limit <<= 30;
+  else if (unit_suffix == "M") limit <<= 20;
+  else ASSERT_EQ(unit_suffix, "") << text;
+  const config::DaemonConfig defaults;
+  const uint64_t mib = 1ull << 20;
+  const uint64_t per_gpu = static_cast<uint64_t>(defaults.gpu_slots) * 50 * mib + 64 * mib;
+  EXPECT_GE(limit, defaults.pinned_input_bytes + 8 * per_gpu) << text;
+}
+
+// A wrong config file exits 2, and RestartPreventExitStatus=2 keeps systemd from starting
+// it again every RestartSec; failures at run time exit 1 and are restarted.
+TEST(UnitFile, AConfigErrorExitsWithTheStatusThatStopsRestarts) {
+  const std::map<std::string, std::string> keys = ServiceKeys(ReadText(kUnitPath));
+  EXPECT_EQ(keys.count("RestartPreventExitStatus") ? keys.at("RestartPreventExitStatus") : "", "2");
+  const std::string dir = e2e::MakeTempDir();
+  const std::vector<std::string> bad_files = {
+      "[workers\n",                 // does not parse
+      "[workers]\ngpu_slots = 999\n",  // out of range
+      "[nosuch]\nkey = 1\n",        // unknown table
+  };
+  for (const std::string& bad : bad_files) {
+    WriteText(dir + "/bad.toml", bad);
+    const int rc = e2e::Shell(std::string(CONVEYORD_PATH) + " --config '" + dir + "/bad.toml' >/dev/null 2>'" +
+                              dir + "/err'");
+    EXPECT_EQ(rc, 2) << bad << ReadText(dir + "/err");
+  }
+  const int missing = e2e::Shell(std::string(CONVEYORD_PATH) + " --config '" + dir + "/none.toml' 2>/dev/null");
+  EXPECT_EQ(missing, 2);
+  e2e::Shell("rm -rf '" + dir + "'");
 }
 
 // The check above would pass vacuously if a broken unit also gave empty stderr.

@@ -11,6 +11,9 @@ const std::vector<double> kStageBuckets = {1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-
 // End to end includes queueing behind other sessions, so it reaches further.
 const std::vector<double> kLatencyBuckets = {1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2,
                                              5e-2, 0.1,    0.25, 0.5,  1.0,    2.5,  5.0,  10.0};
+// A transcode session lasts from a refused spec (well under 0.1 s) to a long stream
+// (an hour and more); past an hour it counts in +Inf.
+const std::vector<double> kSessionBuckets = {0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600};
 
 constexpr char kOtherRendition[] = "other";
 
@@ -45,6 +48,14 @@ const char* FrameFailureName(FrameFailure reason) {
     case FrameFailure::kInternal: return "internal";
   }
   return "unknown";
+}
+
+const char* GrpcCodeName(int code) {
+  static const char* const kNames[kGrpcCodeCount] = {
+      "OK",           "CANCELLED",     "UNKNOWN",  "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+      "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",
+      "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE",      "DATA_LOSS",         "UNAUTHENTICATED"};
+  return code >= 0 && code < kGrpcCodeCount ? kNames[code] : "UNKNOWN";
 }
 
 const char* SessionRejectionName(SessionRejection reason) {
@@ -128,6 +139,28 @@ StatusOr<DaemonMetrics> DaemonMetrics::Create(Registry& r, const BuildInfo& buil
                      rejected->WithLabels({SessionRejectionName(static_cast<SessionRejection>(i))}));
   }
 
+  ASSIGN_OR_RETURN(CounterFamily * ended,
+                   r.AddCounter(Spec("conveyor_sessions_ended_total",
+                                     "Transcode streams ended, by the gRPC status code they ended with "
+                                     "(refused ones included: INVALID_ARGUMENT, RESOURCE_EXHAUSTED, UNAVAILABLE).",
+                                     {"code"}, kGrpcCodeCount)));
+  for (int code = 0; code < kGrpcCodeCount; ++code) {
+    ASSIGN_OR_RETURN(m.sessions_ended_[code], ended->WithLabels({GrpcCodeName(code)}));
+  }
+  ASSIGN_OR_RETURN(HistogramFamily * duration,
+                   r.AddHistogram(Spec("conveyor_session_duration_seconds",
+                                       "Time from a transcode session's acceptance to its final status, "
+                                       "whatever that status."),
+                                  kSessionBuckets));
+  ASSIGN_OR_RETURN(m.session_duration_, duration->WithLabels({}));
+  ASSIGN_OR_RETURN(m.ready_, r.AddCallbackGauge(Spec("conveyor_ready",
+                                                      "1 while the daemon takes new sessions (/readyz answers 200: "
+                                                      "not draining, under the session cap), else 0.")));
+  ASSIGN_OR_RETURN(m.draining_, r.AddCallbackGauge(Spec("conveyor_draining",
+                                                         "1 while the daemon drains (after SIGTERM), else 0.")));
+  ASSIGN_OR_RETURN(m.sessions_max_,
+                   r.AddCallbackGauge(Spec("conveyor_sessions_max",
+                                           "The session cap (limits.max_sessions) in force, reloads included.")));
   ASSIGN_OR_RETURN(m.queue_depth_,
                    r.AddCallbackGauge(Spec("conveyor_queue_depth",
                                            "Frames queued for a worker and not yet started.",
@@ -296,6 +329,23 @@ StatusOr<ScopedCallback> DaemonMetrics::BindHeapFree(std::function<double()> fn)
 
 StatusOr<ScopedCallback> DaemonMetrics::BindPinnedInput(const std::string& state, std::function<double()> fn) {
   return pinned_input_->Bind({state}, std::move(fn));
+}
+
+Counter& DaemonMetrics::SessionsEnded(StatusCode code) const {
+  const int c = static_cast<int>(code);
+  return *sessions_ended_[c >= 0 && c < kGrpcCodeCount ? c : 2];  // 2: UNKNOWN
+}
+
+StatusOr<ScopedCallback> DaemonMetrics::BindReady(std::function<double()> fn) {
+  return ready_->Bind({}, std::move(fn));
+}
+
+StatusOr<ScopedCallback> DaemonMetrics::BindDraining(std::function<double()> fn) {
+  return draining_->Bind({}, std::move(fn));
+}
+
+StatusOr<ScopedCallback> DaemonMetrics::BindSessionsMax(std::function<double()> fn) {
+  return sessions_max_->Bind({}, std::move(fn));
 }
 
 StatusOr<ScopedCallback> DaemonMetrics::BindQueueDepth(const std::string& device, std::function<double()> fn) {

@@ -28,6 +28,11 @@ enum class SessionRejection { kSessionCap, kDraining, kInvalidSpec };
 inline constexpr size_t kSessionRejectionCount = 3;
 const char* SessionRejectionName(SessionRejection reason);
 
+// The `code` label of conveyor_sessions_ended_total: gRPC's canonical code names, 0..16
+// ("OK", "CANCELLED", "INVALID_ARGUMENT"...); a number outside them is "UNKNOWN".
+inline constexpr int kGrpcCodeCount = 17;
+const char* GrpcCodeName(int code);
+
 struct BuildInfo {
   std::string version;      // PROJECT_VERSION
   std::string gpu_backend;  // GpuBackendName(): "hip-nvidia", "hip-amd" or "none"
@@ -75,6 +80,11 @@ class DaemonMetrics {
   Counter& SessionsRejected(SessionRejection reason) const {
     return *sessions_rejected_[static_cast<size_t>(reason)];
   }
+  // Transcode streams by the status they ended with, refusals included (a bad spec, the
+  // cap, draining): every gRPC code is pre-created, so the label stays bounded.
+  Counter& SessionsEnded(StatusCode code) const;
+  // Accepted sessions, from acceptance to their final status.
+  Histogram& SessionDuration() const { return *session_duration_; }
 
   // Damaged container input, by the video codec ("h264"): errors the decoder reported
   // (counted and concealed), decoded frames dropped for a pts that did not increase, and
@@ -114,6 +124,11 @@ class DaemonMetrics {
   StatusOr<ScopedCallback> BindDecoderSurfaces(const std::string& device, std::function<double()> fn);
   // The device's video decode engines, where the driver counts them (NVDEC).
   StatusOr<ScopedCallback> BindVideoEngines(const std::string& device, std::function<double()> fn);
+  // The session manager's state: 1 while /readyz answers 200 (not draining, under the
+  // cap), else 0; 1 while draining; the session cap (limits.max_sessions), reloads included.
+  StatusOr<ScopedCallback> BindReady(std::function<double()> fn);
+  StatusOr<ScopedCallback> BindDraining(std::function<double()> fn);
+  StatusOr<ScopedCallback> BindSessionsMax(std::function<double()> fn);
   // `fn`: frames waiting for the device's worker.
   StatusOr<ScopedCallback> BindQueueDepth(const std::string& device, std::function<double()> fn);
 
@@ -152,6 +167,11 @@ class DaemonMetrics {
   Counter* sessions_started_ = nullptr;
   Counter* idle_heap_releases_ = nullptr;
   std::array<Counter*, kSessionRejectionCount> sessions_rejected_{};
+  std::array<Counter*, kGrpcCodeCount> sessions_ended_{};
+  Histogram* session_duration_ = nullptr;
+  CallbackGaugeFamily* ready_ = nullptr;
+  CallbackGaugeFamily* draining_ = nullptr;
+  CallbackGaugeFamily* sessions_max_ = nullptr;
 };
 
 }  // namespace conveyor::metrics

@@ -181,7 +181,7 @@ void CallbackGaugeFamily::Remove(const std::vector<std::string>& values) {
 }
 
 FamilySnapshot CallbackGaugeFamily::Snapshot() const {
-  FamilySnapshot s = EmptySnapshot(MetricType::kGauge);
+  FamilySnapshot s = EmptySnapshot(type_);
   std::vector<std::pair<std::vector<std::string>, std::shared_ptr<std::function<double()>>>> copy;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -279,6 +279,10 @@ StatusOr<HistogramFamily*> Registry::AddHistogram(MetricSpec spec, std::vector<d
 
 StatusOr<CallbackGaugeFamily*> Registry::AddCallbackGauge(MetricSpec spec) {
   return AddFamily(std::make_unique<CallbackGaugeFamily>(std::move(spec)));
+}
+
+StatusOr<CallbackGaugeFamily*> Registry::AddCallbackCounter(MetricSpec spec) {
+  return AddFamily(std::make_unique<CallbackGaugeFamily>(std::move(spec), MetricType::kCounter));
 }
 
 std::vector<FamilySnapshot> Registry::Collect() const {

@@ -149,19 +149,24 @@ class ScopedCallback {
 
 // Gauges whose value is read when scraped (pinned bytes, queue depth): nothing to keep
 // in sync on the hot path. Callbacks run on the scraping thread, outside the family's
-// lock, so they may take their own locks; they must be cheap and thread-safe.
+// lock, so they may take their own locks; they must be cheap and thread-safe. The same
+// family typed kCounter exports a total something else keeps (the kernel's CPU seconds);
+// its callback must never go down.
 class CallbackGaugeFamily final : public FamilyBase {
  public:
-  explicit CallbackGaugeFamily(MetricSpec spec) : FamilyBase(std::move(spec)) {}
+  explicit CallbackGaugeFamily(MetricSpec spec, MetricType type = MetricType::kGauge)
+      : FamilyBase(std::move(spec)), type_(type) {}
 
   // INVALID_ARGUMENT when these label values already have a callback.
   StatusOr<ScopedCallback> Bind(const std::vector<std::string>& values, std::function<double()> fn);
-  MetricType type() const override { return MetricType::kGauge; }
+  MetricType type() const override { return type_; }
   FamilySnapshot Snapshot() const override;
 
  private:
   friend class ScopedCallback;
   void Remove(const std::vector<std::string>& values);
+
+  const MetricType type_;
 
   mutable std::mutex mu_;
   std::map<std::vector<std::string>, std::shared_ptr<std::function<double()>>> callbacks_;
@@ -179,6 +184,8 @@ class Registry {
   // `bounds`: the buckets' upper bounds, finite and strictly increasing; +Inf is implied.
   StatusOr<HistogramFamily*> AddHistogram(MetricSpec spec, std::vector<double> bounds);
   StatusOr<CallbackGaugeFamily*> AddCallbackGauge(MetricSpec spec);
+  // A counter read from a callback at scrape time; its name ends in _total like any counter's.
+  StatusOr<CallbackGaugeFamily*> AddCallbackCounter(MetricSpec spec);
 
   // Every family, ordered by name.
   std::vector<FamilySnapshot> Collect() const;

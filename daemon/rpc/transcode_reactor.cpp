@@ -15,6 +15,7 @@ TranscodeReactor::TranscodeReactor(grpc::CallbackServerContext* context, Session
     : context_(context), manager_(manager) {
   std::lock_guard<std::mutex> lock(mu_);
   finished_ = true;
+  manager_->CountEnd(refusal.code(), std::nullopt);
   Finish(ToGrpcStatus(refusal));
 }
 
@@ -47,6 +48,7 @@ void TranscodeReactor::OnReadDone(bool ok) {
       return;
     }
     session_ = std::move(created).value();
+    accepted_ = std::chrono::steady_clock::now();
     input_ = std::make_unique<SessionInput>(session_);
     session_->Start(this);
     ReadNext();
@@ -122,6 +124,9 @@ void TranscodeReactor::MaybeWriteLocked() {
   }
   if (close_status_) {
     finished_ = true;
+    std::optional<double> seconds;
+    if (accepted_) seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - *accepted_).count();
+    manager_->CountEnd(close_status_->code(), seconds);
     Finish(ToGrpcStatus(*close_status_));
   }
 }

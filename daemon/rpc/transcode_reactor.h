@@ -5,6 +5,7 @@
 // gRPC thread, so nothing here re-enters the session on the session's own thread.
 #pragma once
 
+#include <chrono>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -52,6 +53,9 @@ class TranscodeReactor final : public grpc::ServerBidiReactor<v1::TranscodeReque
   SessionManager* const manager_;
   const Caller caller_;
   std::shared_ptr<Session> session_;
+  // When the session was accepted (set before it starts, so before any Close): its
+  // duration at the final status.
+  std::optional<std::chrono::steady_clock::time_point> accepted_;
 
   v1::TranscodeRequest request_;         // the read buffer
   std::unique_ptr<SessionInput> input_;  // with the session: what it refused for lack of room

@@ -5,6 +5,7 @@
 
 #include "allocator_tuning.h"
 #include "input_spool.h"
+#include "process_metrics.h"
 
 namespace conveyor {
 namespace {
@@ -60,6 +61,8 @@ StatusOr<std::unique_ptr<Observability>> Observability::Create(Scheduler* schedu
   ASSIGN_OR_RETURN(metrics::ScopedCallback spool,
                    o->daemon_->BindInputSpool([] { return static_cast<double>(media::InputSpool::TotalBytes()); }));
   o->bindings_.push_back(std::move(spool));
+  ASSIGN_OR_RETURN(std::vector<metrics::ScopedCallback> process, metrics::RegisterProcessMetrics(o->registry_));
+  for (metrics::ScopedCallback& b : process) o->bindings_.push_back(std::move(b));
   o->updater_ = std::thread([p = o.get()] { p->UpdateLoop(); });
   return o;
 }
@@ -75,6 +78,16 @@ Status Observability::Serve(const std::string& listen, SessionManager* sessions,
   ASSIGN_OR_RETURN(metrics::ScopedCallback active,
                    daemon_->BindSessionsActive([sessions] { return static_cast<double>(sessions->active()); }));
   bindings_.push_back(std::move(active));
+  ASSIGN_OR_RETURN(metrics::ScopedCallback ready,
+                   daemon_->BindReady([sessions] { return sessions->Ready().ok() ? 1.0 : 0.0; }));
+  bindings_.push_back(std::move(ready));
+  ASSIGN_OR_RETURN(metrics::ScopedCallback draining,
+                   daemon_->BindDraining([sessions] { return sessions->draining() ? 1.0 : 0.0; }));
+  bindings_.push_back(std::move(draining));
+  ASSIGN_OR_RETURN(metrics::ScopedCallback cap, daemon_->BindSessionsMax([sessions] {
+    return static_cast<double>(sessions->max_sessions());
+  }));
+  bindings_.push_back(std::move(cap));
   ASSIGN_OR_RETURN(metrics::ScopedCallback pinned_in_use, daemon_->BindPinnedInput("in_use", [sessions] {
     return static_cast<double>(sessions->assembly_rings().in_use_bytes());
   }));

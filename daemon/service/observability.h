@@ -1,8 +1,8 @@
 // conveyord's metrics and HTTP probes, wired to the engine: the registry and the daemon's
 // metric catalogue, one set of device handles per worker, scrape-time gauges read from
 // the scheduler and the session manager, a once-a-second update from each worker's
-// Stats() (memory, overlap, restarts), the outcome of the last config load, and the
-// /metrics, /healthz, /readyz endpoint.
+// Stats() (memory, overlap, restarts), the outcome of the last config load, the process_*
+// families, and the /metrics, /healthz, /readyz endpoint.
 #pragma once
 
 #include <atomic>
@@ -34,7 +34,8 @@ class Observability {
   const SessionMetricsContext* session_metrics() const { return &context_; }
 
   // Binds the session gauges and starts the HTTP endpoint on `listen` ("" = no endpoint).
-  // /healthz answers `alive`; /readyz is ready while not draining and under the cap.
+  // /healthz answers `alive`; /readyz is ready while not draining and under the cap, and
+  // conveyor_ready, conveyor_draining and conveyor_sessions_max say the same at each scrape.
   Status Serve(const std::string& listen, SessionManager* sessions, std::function<Status()> alive);
   // The last config load (the start, or a SIGHUP reload): whether it was applied, and when
   // (Unix time). conveyor_config_last_reload_successful and ..._timestamp_seconds, named

@@ -130,6 +130,14 @@ StatusOr<std::shared_ptr<Session>> SessionManager::Create(const v1::JobSpec& spe
   return session;
 }
 
+void SessionManager::CountEnd(StatusCode code, std::optional<double> session_seconds) const {
+  // No mu_: the reactor calls this under its own lock, and metrics_ is set before serving.
+  metrics::DaemonMetrics* counted = metrics_ != nullptr ? metrics_->daemon : nullptr;
+  if (counted == nullptr) return;
+  counted->SessionsEnded(code).Inc();
+  if (session_seconds) counted->SessionDuration().Observe(*session_seconds);
+}
+
 void SessionManager::Remove(const std::string& id) {
   {
     std::lock_guard<std::mutex> lock(mu_);

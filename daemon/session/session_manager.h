@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -54,6 +55,9 @@ class SessionManager {
   // Where sessions count (metrics): started and rejected sessions here, frames and bytes
   // in each session. Set once before serving; kept across SetOptions.
   void SetMetrics(const SessionMetricsContext* metrics);
+  // A Transcode stream ended with `code`: counted by code, and, for an accepted session,
+  // its time from acceptance (`session_seconds`; none for a refused one) observed.
+  void CountEnd(StatusCode code, std::optional<double> session_seconds) const;
   // The socket clients hand their shared-memory frames to (rpc/frame_attach_server.h);
   // "" (the default): none, and shared-memory input is refused. Set before serving.
   void SetSharedMemorySocket(std::string path);

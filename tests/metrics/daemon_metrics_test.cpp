@@ -1,5 +1,6 @@
 // conveyord's catalogue: every family registered with its labels, handles that update
-// the right series, and `promtool check metrics` clean on a fully populated scrape.
+// the right series (session ends by gRPC code among them), and `promtool check metrics`
+// clean on a fully populated scrape.
 #include "daemon_metrics.h"
 
 #include <gtest/gtest.h>
@@ -55,6 +56,9 @@ std::string PopulatedScrape(Registry& r) {
   ScopedCallback pinned_idle = std::move(m->BindPinnedInput("idle", [] { return 65011712.0; }).value());
   ScopedCallback surfaces = std::move(m->BindDecoderSurfaces("gpu0", [] { return 6266880.0; }).value());
   ScopedCallback engines = std::move(m->BindVideoEngines("gpu0", [] { return 7.0; }).value());
+  ScopedCallback ready = std::move(m->BindReady([] { return 1.0; }).value());
+  ScopedCallback draining = std::move(m->BindDraining([] { return 0.0; }).value());
+  ScopedCallback sessions_max = std::move(m->BindSessionsMax([] { return 64.0; }).value());
   for (const char* device : {"cpu", "gpu0"}) {
     DeviceMetrics d = m->ForDevice(device).value();
     d.frames_in->Inc(10);
@@ -77,6 +81,10 @@ std::string PopulatedScrape(Registry& r) {
   m->SessionsStarted().Inc(5);
   m->IdleHeapReleases().Inc(2);
   m->SessionsRejected(SessionRejection::kDraining).Inc();
+  m->SessionsEnded(StatusCode::kOk).Inc(4);
+  m->SessionsEnded(StatusCode::kInvalidArgument).Inc();
+  m->SessionDuration().Observe(0.3);
+  m->SessionDuration().Observe(7200);
   return RenderText(r);
 }
 
@@ -127,8 +135,44 @@ TEST(DaemonMetrics, FullScrapeHasEveryFamily) {
            "conveyor_worker_restarts_total{device=\"cpu\"} 1\n",
            "conveyor_decoder_surface_bytes{device=\"gpu0\"} 6266880\n",
            "conveyor_video_engines{device=\"gpu0\"} 7\n",
+           "conveyor_sessions_ended_total{code=\"OK\"} 4\n",
+           "conveyor_sessions_ended_total{code=\"INVALID_ARGUMENT\"} 1\n",
+           "conveyor_sessions_ended_total{code=\"UNAUTHENTICATED\"} 0\n",
+           "conveyor_session_duration_seconds_bucket{le=\"0.5\"} 1\n",
+           "conveyor_session_duration_seconds_bucket{le=\"3600\"} 1\n",
+           "conveyor_session_duration_seconds_bucket{le=\"+Inf\"} 2\n",
+           "conveyor_session_duration_seconds_count 2\n",
+           "conveyor_ready 1\n",
+           "conveyor_draining 0\n",
+           "conveyor_sessions_max 64\n",
        }) {
     EXPECT_NE(text.find(line), std::string::npos) << "missing: " << line << "in:\n" << text;
+  }
+}
+
+TEST(DaemonMetrics, SessionEndsCountUnderGrpcCodeNames) {
+  Registry r;
+  DaemonMetrics m = DaemonMetrics::Create(r, {"v", "off"}).value();
+  m.SessionsEnded(StatusCode::kCancelled).Inc();
+  m.SessionsEnded(StatusCode::kDeadlineExceeded).Inc();
+  m.SessionsEnded(static_cast<StatusCode>(99)).Inc();  // no such code: UNKNOWN, not a new series
+  const std::string text = RenderText(r);
+  for (const char* line : {"conveyor_sessions_ended_total{code=\"CANCELLED\"} 1\n",
+                           "conveyor_sessions_ended_total{code=\"DEADLINE_EXCEEDED\"} 1\n",
+                           "conveyor_sessions_ended_total{code=\"UNKNOWN\"} 1\n",
+                           "conveyor_sessions_ended_total{code=\"RESOURCE_EXHAUSTED\"} 0\n"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << "missing: " << line << "in:\n" << text;
+  }
+  size_t series = 0;
+  for (size_t at = text.find("\nconveyor_sessions_ended_total{"); at != std::string::npos;
+       at = text.find("\nconveyor_sessions_ended_total{", at + 1)) {
+    ++series;
+  }
+  EXPECT_EQ(series, static_cast<size_t>(kGrpcCodeCount)) << "one series per gRPC code, no more";
+  // The names are base/status.h's for the codes it has.
+  for (StatusCode c : {StatusCode::kOk, StatusCode::kInvalidArgument, StatusCode::kResourceExhausted,
+                       StatusCode::kFailedPrecondition, StatusCode::kUnavailable, StatusCode::kUnauthenticated}) {
+    EXPECT_STREQ(GrpcCodeName(static_cast<int>(c)), StatusCodeName(c));
   }
 }
 

@@ -1,5 +1,5 @@
 // The registry's semantics: counters, gauges, histograms and callback gauges, name and
-// label validation, the label-set cap, and exact totals under concurrent updates.
+// label validation, callback counters, the label-set cap, and exact totals under concurrent updates.
 #include "metrics_registry.h"
 
 #include <gtest/gtest.h>
@@ -219,6 +219,19 @@ TEST(MetricsRegistry, CallbackGaugesAreReadAtScrapeTime) {
   }
   EXPECT_TRUE(Find(r.Collect(), "pinned_bytes").children.empty()) << "unbound when dropped";
   EXPECT_TRUE(f->Bind({"gpu0"}, [] { return 1.0; }).ok()) << "and the label set is free again";
+}
+
+TEST(MetricsRegistry, CallbackCountersAreCountersWithTotal) {
+  Registry r;
+  EXPECT_EQ(r.AddCallbackCounter(Spec("cpu_seconds")).status().code(), StatusCode::kInvalidArgument)
+      << "a counter's name ends in _total";
+  CallbackGaugeFamily* f = r.AddCallbackCounter(Spec("cpu_seconds_total")).value();
+  EXPECT_EQ(f->type(), MetricType::kCounter);
+  StatusOr<ScopedCallback> b = f->Bind({}, [] { return 2.5; });
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  const FamilySnapshot s = Find(r.Collect(), "cpu_seconds_total");
+  EXPECT_EQ(s.type, MetricType::kCounter);
+  EXPECT_EQ(s.children.at(0).value, 2.5) << "not rounded to an integer count";
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The daemon's metrics and probes as their real consumers see them: a real Prometheus
 // server scrapes a real conveyord on loopback and finds the frames a transcode just
 // moved, the live exposition passes promtool, and /readyz turns 503 while the daemon
-// drains while /healthz stays 200.
+// drains while /healthz stays 200, and the families an SRE reaches for first (process_*,
+// sessions ended by code and their durations, ready, draining, the cap) read true.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -9,6 +10,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -52,6 +55,58 @@ size_t Transcode(v1::Transcoder::Stub* stub, int frames) {
   const e2e::TranscodeOutcome out = e2e::RunTranscode(stub, call);
   EXPECT_TRUE(out.status.ok()) << out.status.error_message();
   return FrameCount(out);
+}
+
+// The value of the series `series` (name and labels as exposed) in `body`; NaN if absent.
+double Sample(const std::string& body, const std::string& series) {
+  const std::string line = "\n" + series + " ";
+  const size_t at = ("\n" + body).find(line);
+  if (at == std::string::npos) return std::nan("");
+  return std::strtod(body.c_str() + at + line.size() - 1, nullptr);
+}
+
+TEST(DaemonMetrics, ProcessSessionOutcomeAndReadinessFamiliesReadTrue) {
+  const double started = static_cast<double>(std::time(nullptr));
+  e2e::DaemonProcess daemon({"--metrics-listen", "127.0.0.1:0", "--max-sessions", "3"});
+  ASSERT_TRUE(daemon.ready()) << "conveyord did not start";
+  const int port = daemon.metrics_port();
+  ASSERT_GT(port, 0);
+  Reply m = Get(port, "/metrics");
+  ASSERT_EQ(m.status, 200);
+  EXPECT_GT(Sample(m.body, "process_resident_memory_bytes"), 1 << 20) << m.body;
+  EXPECT_GE(Sample(m.body, "process_virtual_memory_bytes"), Sample(m.body, "process_resident_memory_bytes"));
+  EXPECT_GE(Sample(m.body, "process_cpu_seconds_total"), 0) << m.body;
+  EXPECT_NEAR(Sample(m.body, "process_start_time_seconds"), started, 60) << m.body;
+  EXPECT_GT(Sample(m.body, "process_open_fds"), 3) << m.body;
+  EXPECT_GE(Sample(m.body, "process_max_fds"), Sample(m.body, "process_open_fds")) << m.body;
+  EXPECT_EQ(Sample(m.body, "conveyor_ready"), 1) << m.body;
+  EXPECT_EQ(Sample(m.body, "conveyor_draining"), 0) << m.body;
+  EXPECT_EQ(Sample(m.body, "conveyor_sessions_max"), 3) << m.body;
+  EXPECT_EQ(Sample(m.body, "conveyor_sessions_ended_total{code=\"OK\"}"), 0) << m.body;
+  EXPECT_EQ(Sample(m.body, "conveyor_session_duration_seconds_count"), 0) << m.body;
+
+  auto stub = v1::Transcoder::NewStub(daemon.Channel());
+  ASSERT_EQ(Transcode(stub.get(), 3), 3u);
+  m = Get(port, "/metrics");
+  EXPECT_EQ(Sample(m.body, "conveyor_sessions_ended_total{code=\"OK\"}"), 1) << m.body;
+  EXPECT_EQ(Sample(m.body, "conveyor_session_duration_seconds_count"), 1) << m.body;
+  EXPECT_GT(Sample(m.body, "conveyor_session_duration_seconds_sum"), 0) << m.body;
+  EXPECT_EQ(Sample(m.body, "conveyor_session_duration_seconds_bucket{le=\"+Inf\"}"), 1) << m.body;
+
+  e2e::TranscodeCall bad;
+  bad.spec = RawJob(0, 48);  // no width: refused before a session exists
+  bad.send_input = [](e2e::TranscodeStream*) { return true; };
+  ASSERT_EQ(e2e::RunTranscode(stub.get(), bad).status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  m = Get(port, "/metrics");
+  EXPECT_EQ(Sample(m.body, "conveyor_sessions_ended_total{code=\"INVALID_ARGUMENT\"}"), 1) << m.body;
+  EXPECT_EQ(Sample(m.body, "conveyor_sessions_ended_total{code=\"OK\"}"), 1) << m.body;
+  EXPECT_EQ(Sample(m.body, "conveyor_session_duration_seconds_count"), 1) << "a refusal is no session: " << m.body;
+  EXPECT_EQ(Sample(m.body, "conveyor_sessions_rejected_total{reason=\"invalid_spec\"}"), 1) << m.body;
+
+  const std::string file = daemon.dir() + "/metrics.txt";
+  WriteText(file, m.body);
+  EXPECT_EQ(e2e::Shell("promtool check metrics < " + file), 0) << "promtool found problems in " << file;
+  EXPECT_EQ(daemon.Stop(), 0);
 }
 
 TEST(DaemonMetrics, PrometheusScrapesTheFramesATranscodeMoved) {
@@ -100,12 +155,14 @@ TEST(DaemonMetrics, LiveExpositionPassesPromtoolAndCountsRejections) {
     const Reply busy = Get(port, "/readyz");
     EXPECT_EQ(busy.status, 503) << "at the session cap: " << busy.body;
     EXPECT_NE(busy.body.find("session cap"), std::string::npos) << busy.body;
+    EXPECT_EQ(Sample(Get(port, "/metrics").body, "conveyor_ready"), 0) << "the same condition as /readyz";
     EXPECT_EQ(held.Join().status.error_code(), grpc::StatusCode::OK);
   }
   const Reply metrics = Get(port, "/metrics");
   ASSERT_EQ(metrics.status, 200);
   EXPECT_NE(metrics.body.find("conveyor_sessions_rejected_total{reason=\"session_cap\"} 1"), std::string::npos)
       << metrics.body;
+  EXPECT_EQ(Sample(metrics.body, "conveyor_sessions_ended_total{code=\"RESOURCE_EXHAUSTED\"}"), 1) << metrics.body;
   EXPECT_NE(metrics.body.find("conveyor_frames_out_total{device=\"cpu\",rendition=\"64x48\"} 5"), std::string::npos);
   const std::string file = daemon.dir() + "/metrics.txt";
   FILE* f = std::fopen(file.c_str(), "w");
@@ -132,6 +189,9 @@ TEST(DaemonMetrics, ReadyzIs503WhileDrainingAndHealthzStays200) {
       << "readyz answered " << ready.status << ": " << ready.body;
   EXPECT_NE(ready.body.find("draining"), std::string::npos) << ready.body;
   EXPECT_EQ(Get(port, "/healthz").status, 200);
+  const Reply draining = Get(port, "/metrics");
+  EXPECT_EQ(Sample(draining.body, "conveyor_draining"), 1) << draining.body;
+  EXPECT_EQ(Sample(draining.body, "conveyor_ready"), 0) << draining.body;
   EXPECT_EQ(held.Join().status.error_code(), grpc::StatusCode::OK);  // the held session finishes
   EXPECT_EQ(daemon.Stop(), 0);
 }

@@ -111,7 +111,8 @@ StatusOr<double> ProcessStartTime() {
 
 StatusOr<std::vector<ScopedCallback>> RegisterProcessMetrics(Registry& r) {
   // The start time cannot change: read once, so a scrape costs one /proc/stat read less.
-  ASSIGN_OR_RETURN(double started, ProcessStartTime());
+  // Without /proc/stat (a unit with ProcSubset=pid) it is NaN; the daemon still starts.
+  const double started = OrNaN(ProcessStartTime());
   ASSIGN_OR_RETURN(GaugeFamily * start_family,
                    r.AddGauge(Spec("process_start_time_seconds",
                                    "Start time of the process since unix epoch in seconds.")));

@@ -17,6 +17,7 @@
 #include <spdlog/spdlog.h>
 
 #include "listen_address.h"
+#include "scoped_umask.h"
 
 namespace conveyor {
 namespace {
@@ -118,10 +119,13 @@ StatusOr<std::unique_ptr<FrameAttachServer>> FrameAttachServer::Start(const std:
   if (!fd.valid()) return Internal(std::string("socket(AF_UNIX): ") + std::strerror(errno));
   sa.sun_family = AF_UNIX;
   std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
-  if (bind(fd.get(), reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)) != 0 ||
-      listen(fd.get(), kListenBacklog) != 0) {
-    return Unavailable("attach socket " + path + ": " + std::strerror(errno));
+  {
+    const ScopedUmask socket_mode(kOwnerAndGroupSocketMask);  // bound 0660: owner and group
+    if (bind(fd.get(), reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)) != 0) {
+      return Unavailable("attach socket " + path + ": " + std::strerror(errno));
+    }
   }
+  if (listen(fd.get(), kListenBacklog) != 0) return Unavailable("attach socket " + path + ": " + std::strerror(errno));
   UniqueFd stop(eventfd(0, EFD_CLOEXEC));
   if (!stop.valid()) {
     const Status s = Internal(std::string("eventfd: ") + std::strerror(errno));

@@ -17,6 +17,8 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
 
+#include "scoped_umask.h"
+
 namespace conveyor {
 namespace {
 
@@ -128,7 +130,11 @@ StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(const config::DaemonConfig
                              &ports[i]);
   }
   builder.RegisterService(&rpc->service_);
-  rpc->server_ = builder.BuildAndStart();
+  {
+    // Unix sockets are bound 0660 (owner and group, see the systemd unit), not chmodded after.
+    const ScopedUmask socket_mode(kOwnerAndGroupSocketMask);
+    rpc->server_ = builder.BuildAndStart();
+  }
   // gRPC binds the addresses in order and stops at the first it cannot bind (no server
   // then): that one is the first whose port is still 0.
   for (size_t i = 0; i < listen.size(); ++i) {
@@ -143,7 +149,6 @@ StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(const config::DaemonConfig
   for (size_t i = 0; i < listen.size(); ++i) {
     if (listen[i].kind == config::ListenAddress::Kind::kUnix) {
       GiveSocketToGroup(listen[i].path, config.socket_group);
-      chmod(listen[i].path.c_str(), 0660);  // owner and group (see the systemd unit)
       rpc->endpoints_.push_back(listen[i].GrpcTarget());
     } else {
       config::ListenAddress bound = listen[i];
@@ -164,7 +169,6 @@ StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(const config::DaemonConfig
     StatusOr<std::unique_ptr<FrameAttachServer>> attach = FrameAttachServer::Start(path, manager);
     if (attach.ok()) {
       GiveSocketToGroup(path, config.socket_group);
-      chmod(path.c_str(), 0660);
       rpc->attach_ = std::move(attach).value();
       manager->SetSharedMemorySocket(path);
     } else {

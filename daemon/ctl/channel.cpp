@@ -111,11 +111,21 @@ Status RpcError(const grpc::Status& s, const ClientOptions& client) {
   Status st = FromGrpcStatus(s);
   // The hint only where no connection was made: an UNAVAILABLE that the daemon itself
   // answered (draining, a drain timeout, a worker gone) has its own reason.
-  if (s.error_code() == grpc::StatusCode::UNAVAILABLE && s.error_message().find("failed to connect") != std::string::npos) {
-    st = Status(st.code(),
-                st.message() + " (is conveyord listening on " + client.target.ToString() + "?)");
+  if (s.error_code() != grpc::StatusCode::UNAVAILABLE || s.error_message().find("failed to connect") == std::string::npos) {
+    return st;
   }
-  return st;
+  // A server that ends the TLS handshake shows only "Socket closed" here: under mTLS that is
+  // mostly a client certificate it did not accept (its own log has the reason).
+  if (client.tls && s.error_message().find("Socket closed") != std::string::npos) {
+    const std::string why = client.tls_cert_pem.empty()
+                                ? "if it checks client certificates (server.tls_client_ca_file), give one it "
+                                  "trusts with --tls-cert and --tls-key"
+                                : "it may have refused the certificate in --tls-cert: is it signed by the CA in "
+                                  "the server's server.tls_client_ca_file?";
+    return Status(st.code(), st.message() + " (the server at " + client.target.ToString() +
+                                 " closed the connection during the TLS handshake; " + why + ")");
+  }
+  return Status(st.code(), st.message() + " (is conveyord listening on " + client.target.ToString() + "?)");
 }
 
 }  // namespace conveyor::ctl

@@ -80,6 +80,19 @@ std::string WhyNotBound(const config::ListenAddress& a) {
   return why;
 }
 
+// Bearer tokens sent in plaintext beyond this host (server.allow_insecure_tcp) can be read
+// on the path and replayed: allowed, as the operator asked for it, but said at every start.
+void WarnOfPlaintextTokens(const std::vector<config::ListenAddress>& listen, bool tls) {
+  if (tls) return;
+  for (const config::ListenAddress& a : listen) {
+    if (a.kind != config::ListenAddress::Kind::kTcp || a.IsLoopback()) continue;
+    spdlog::warn("server.auth_token_file: tokens reach {} in plaintext (server.allow_insecure_tcp), where "
+                 "anyone on the network path can read and replay them; configure server.tls_cert_file and "
+                 "server.tls_key_file",
+                 a.ToString());
+  }
+}
+
 }  // namespace
 
 RpcServer::RpcServer(SessionManager* manager, const std::string& version) : service_(manager, version) {}
@@ -109,6 +122,7 @@ StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(const config::DaemonConfig
   Authenticator auth;
   if (!config.auth_token_file.empty()) {
     ASSIGN_OR_RETURN(auth, Authenticator::LoadFile(config.auth_token_file));
+    WarnOfPlaintextTokens(listen, config.tls_enabled());
   }
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

@@ -145,6 +145,33 @@ TEST(Listen, PlaintextNonLoopbackTcpIsRefusedAtStartAndStartsWithTls) {
   EXPECT_TRUE(st.ok()) << st.error_message();
 }
 
+TEST(Listen, TokensOnPlaintextNonLoopbackTcpAreWarnedOfAtStart) {
+  const std::string dir = e2e::MakeTempDir();
+  WriteText(dir + "/tokens", "token-a\n");
+  const std::string log = dir + "/log";
+  {
+    StderrToFile capture(log);
+    DaemonProcess daemon({"--listen", "0.0.0.0:0", "--allow-insecure-tcp", "--auth-token-file", dir + "/tokens"});
+    ASSERT_TRUE(daemon.ready()) << ReadText(log);
+    EXPECT_EQ(daemon.Stop(), 0);
+  }
+  const std::string text = ReadText(log);
+  EXPECT_NE(text.find("[warning] server.auth_token_file: tokens reach 0.0.0.0:0 in plaintext"), std::string::npos)
+      << text;
+  // The control: the same tokens over TLS draw no such warning.
+  std::vector<std::string> flags = TlsFlags();
+  flags[1] = "0.0.0.0:0";
+  flags.insert(flags.end(), {"--auth-token-file", dir + "/tokens"});
+  {
+    StderrToFile capture(dir + "/tls.log");
+    DaemonProcess daemon(flags);
+    ASSERT_TRUE(daemon.ready()) << ReadText(dir + "/tls.log");
+    EXPECT_EQ(daemon.Stop(), 0);
+  }
+  EXPECT_EQ(ReadText(dir + "/tls.log").find("in plaintext"), std::string::npos) << ReadText(dir + "/tls.log");
+  e2e::Shell("rm -rf '" + dir + "'");
+}
+
 TEST(Listen, UnreadableOrInvalidSecurityFilesAreInvalidArgumentNamingTheOption) {
   const Pki& p = TestPki();
   StartResult r = StartExpectingExit("--listen 127.0.0.1:0 --tls-cert-file " + p.dir +
@@ -333,7 +360,14 @@ TEST(Mtls, ConveyorctlPresentsItsClientCertificate) {
   EXPECT_EQ(Shell(base + " --tls-cert " + p.client_cert + " --tls-key " + p.client_key + " status >" + out + " 2>&1"),
             0)
       << ReadText(out);
+  // Without a certificate, or with one the client CA did not sign, the server ends the
+  // handshake; conveyorctl says what to check rather than only "Socket closed".
   EXPECT_EQ(Shell(base + " status >" + out + " 2>&1"), 1) << ReadText(out);
+  EXPECT_NE(ReadText(out).find("give one it trusts with --tls-cert and --tls-key"), std::string::npos)
+      << ReadText(out);
+  EXPECT_EQ(Shell(base + " --tls-cert " + p.rogue_cert + " --tls-key " + p.rogue_key + " status >" + out + " 2>&1"), 1)
+      << ReadText(out);
+  EXPECT_NE(ReadText(out).find("refused the certificate in --tls-cert"), std::string::npos) << ReadText(out);
 }
 
 }  // namespace

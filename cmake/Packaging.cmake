@@ -31,7 +31,22 @@ if(TARGET conveyor-doctor)
   install(TARGETS conveyor-doctor RUNTIME DESTINATION bin)
 endif()
 install(FILES ${PROJECT_SOURCE_DIR}/deploy/systemd/conveyord.service DESTINATION ${CONVEYOR_UNIT_DIR})
-install(FILES ${PROJECT_SOURCE_DIR}/deploy/conveyord.toml DESTINATION ${CONVEYOR_CONFIG_DIR})
+# The config the package ships. A GPU flavour's says workers = "gpu": on a host installed for
+# its GPU, a daemon that cannot open it stops at start with the reason, rather than serve on
+# the CPU at a tenth of the rate (workers = "auto" still falls back, loudly).
+set(CONVEYOR_SHIPPED_CONFIG ${PROJECT_SOURCE_DIR}/deploy/conveyord.toml)
+if(NOT CONVEYOR_FLAVOUR_NAME STREQUAL "cpu")
+  file(READ ${CONVEYOR_SHIPPED_CONFIG} _config_text)
+  string(REPLACE "\nworkers = \"auto\"\n" "\nworkers = \"gpu\"\n" _gpu_config_text "${_config_text}")
+  if(_gpu_config_text STREQUAL _config_text)
+    message(FATAL_ERROR "deploy/conveyord.toml has no line 'workers = \"auto\"' to ship as \"gpu\" in "
+                        "the ${CONVEYOR_FLAVOUR_NAME} package")
+  endif()
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CONVEYOR_SHIPPED_CONFIG})
+  set(CONVEYOR_SHIPPED_CONFIG ${CMAKE_BINARY_DIR}/deploy/conveyord.toml)
+  file(WRITE ${CONVEYOR_SHIPPED_CONFIG} "${_gpu_config_text}")
+endif()
+install(FILES ${CONVEYOR_SHIPPED_CONFIG} DESTINATION ${CONVEYOR_CONFIG_DIR})
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/deploy/debian/copyright
         DESTINATION ${CONVEYOR_DOC_DIR})
 
@@ -83,7 +98,7 @@ add_custom_target(bundle
   COMMAND ${PROJECT_SOURCE_DIR}/deploy/bundle/make-bundle.sh
           ${CMAKE_BINARY_DIR}/${CONVEYOR_BUNDLE_NAME}.tar.gz
           $<TARGET_FILE:conveyord> $<TARGET_FILE:conveyorctl>
-          ${PROJECT_SOURCE_DIR}/deploy/conveyord.toml
+          ${CONVEYOR_SHIPPED_CONFIG}
           ${PROJECT_SOURCE_DIR}/deploy/systemd/conveyord.service
   DEPENDS conveyord conveyorctl
   WORKING_DIRECTORY ${CMAKE_BINARY_DIR}

@@ -36,64 +36,10 @@
 #include "session_settings.h"
 #include "signal_waiter.h"
 #include "systemd_notifier.h"
+#include "worker_startup.h"
 
 namespace conveyor {
 namespace {
-
-// Test only (--test-fault-every N): every Nth worker call fails, counted over all
-// workers, so that the soak test can check that a fault ends only the session whose frame
-// it hit. The message says it was injected, so nobody mistakes it for a real fault.
-std::function<Status(const std::string&)> EveryNthCallFails(int every) {
-  auto calls = std::make_shared<std::atomic<uint64_t>>(0);
-  return [every, calls](const std::string&) -> Status {
-    const uint64_t n = calls->fetch_add(1) + 1;
-    if (n % static_cast<uint64_t>(every) != 0) return OkStatus();
-    return Internal("injected test fault " + std::to_string(n / every) + " (--test-fault-every " +
-                    std::to_string(every) + ")");
-  };
-}
-
-StatusOr<std::vector<std::unique_ptr<Worker>>> CreateWorkers(const config::DaemonConfig& c, int test_fault_every) {
-  WorkerOptions options;
-  if (test_fault_every > 0) {
-    spdlog::warn("test hook: every {}th worker call fails (--test-fault-every)", test_fault_every);
-    options.test_fault = EveryNthCallFails(test_fault_every);
-  }
-  options.slots = c.gpu_slots;
-  options.max_launch_frames = c.gpu_launch_frames;
-  options.max_width = c.max_width;
-  options.max_height = c.max_height;
-  options.cpu_threads = c.cpu_threads;
-  // Validate() accepts only these names.
-  options.host_wait = c.gpu_wait == "spin"    ? WorkerOptions::HostWait::kSpin
-                      : c.gpu_wait == "yield" ? WorkerOptions::HostWait::kYield
-                      : c.gpu_wait == "block" ? WorkerOptions::HostWait::kBlock
-                                              : WorkerOptions::HostWait::kAuto;
-  // Runs of timed frames feed the stage histograms and the overlap gauge; timing every
-  // frame would cost 10-20 % of a GPU's frames/s (StageTiming).
-  options.stage_timing = StageTiming::Sampled();
-  std::vector<std::unique_ptr<Worker>> workers;
-  if (c.workers != "cpu") {
-    const GpuProbe probe = ProbeGpus();
-    for (const GpuDeviceInfo& d : probe.devices) {
-      StatusOr<std::unique_ptr<Worker>> w = MakeGpuWorker(d.index, options);
-      if (!w.ok()) {
-        spdlog::warn("gpu {} ({}): not used: {}", d.index, d.name, w.status().ToString());
-        continue;
-      }
-      spdlog::info("worker: {} ({} MiB)", (*w)->Describe(), d.total_memory >> 20);
-      workers.push_back(std::move(w).value());
-    }
-    if (probe.devices.empty()) spdlog::info("no GPU: {}", probe.unavailable_reason);
-    if (workers.empty() && c.workers == "gpu") return Unavailable("workers = \"gpu\" but no GPU worker could start");
-  }
-  if (workers.empty()) {
-    std::unique_ptr<Worker> cpu = MakeCpuWorker(options);
-    spdlog::info("worker: {}", cpu->Describe());
-    workers.push_back(std::move(cpu));
-  }
-  return workers;
-}
 
 // The main loop wakes this often while it waits for signals; each wake takes the session
 // manager's lock, which every stream's start and end goes through.
@@ -142,32 +88,25 @@ int Run(int argc, char** argv) {
   SystemdNotifier notifier;
 
   TuneAllocatorForFrames();
-  StatusOr<std::vector<std::unique_ptr<Worker>>> workers = CreateWorkers(c, cl->test_fault_every);
+  StatusOr<StartedWorkers> workers = StartWorkers(c, cl->test_fault_every);
   if (!workers.ok()) {
     spdlog::error("{}", workers.status().ToString());
     return 1;
   }
-  Scheduler scheduler(std::move(workers).value());
+  Scheduler scheduler(std::move(workers->workers));
   StatusOr<std::unique_ptr<Observability>> observability =
       Observability::Create(&scheduler, config::ConveyorVersion(), GpuBackendName());
   if (!observability.ok()) {
     spdlog::error("metrics: {}", observability.status().ToString());
     return 1;
   }
+  (*observability)->NoteCpuFallback(workers->cpu_fallback);
   SessionManager sessions(&scheduler, SessionOptionsFromConfig(c), SessionLimitsFromConfig(c));
   sessions.SetMetrics((*observability)->session_metrics());
   (*observability)->NoteConfigLoad(true, first_load.unix_time_s);
 
-  StatusOr<std::unique_ptr<RpcServer>> server = RpcServer::Start(c, &sessions,
-                                                                 config::ConveyorVersion());
-  if (!server.ok()) {
-    spdlog::error("{}", server.status().ToString());
-    return 1;
-  }
-  for (const std::string& e : (*server)->endpoints()) spdlog::info("listening on {}", e);
-  // SIGHUP also reads the token file and the TLS files again.
-  reloader.set_credential_reload([&server] { return (*server)->ReloadCredentials(); });
-
+  // The metrics port is bound before gRPC serves: a daemon that cannot take its port stops
+  // before any client reaches it. /readyz says "starting" until gRPC serves.
   Heartbeats main_loop(1);  // the main thread is its one thread
   auto alive = [&]() -> Status {
     if (main_loop.StalestSeconds() >= kMainLoopStaleS) return Unavailable("the main loop is not running");
@@ -178,6 +117,18 @@ int Run(int argc, char** argv) {
     return 1;
   }
   if (!c.metrics_listen.empty()) spdlog::info("metrics and health on http://{}", (*observability)->address());
+
+  StatusOr<std::unique_ptr<RpcServer>> server = RpcServer::Start(c, &sessions,
+                                                                 config::ConveyorVersion());
+  if (!server.ok()) {
+    spdlog::error("{}", server.status().ToString());
+    return 1;
+  }
+  (*observability)->SetAccepting(true);
+  for (const std::string& e : (*server)->endpoints()) spdlog::info("listening on {}", e);
+  // SIGHUP also reads the token file and the TLS files again.
+  reloader.set_credential_reload([&server] { return (*server)->ReloadCredentials(); });
+
   StatusOr<EndpointsFile> endpoints =
       EndpointsFile::Write(c.endpoints_file, (*server)->endpoints(), (*observability)->address());
   if (!endpoints.ok()) {

@@ -128,7 +128,10 @@ inline const Field kFields[] = {
      0, kMaxBytes, false, kBytes},
 
     {"workers", "workers", &DaemonConfig::workers, "--workers",
-     "Which workers run: auto (every GPU, else the CPU), gpu, cpu."},
+     "Which workers run: auto (every GPU, else the CPU), gpu (every GPU; no GPU is an error at\n"
+     "start), cpu. A GPU build that falls back to the CPU under auto says so: a warning,\n"
+     "conveyor_workers_cpu_fallback 1 and a line on /readyz. The conveyor-amd and\n"
+     "conveyor-nvidia packages ship gpu."},
     {"workers", "gpu_slots", &DaemonConfig::gpu_slots, "--gpu-slots",
      "Frames in flight per GPU worker: the size of its ring of pinned slots. Each slot pins\n"
      "about 50 MiB of host memory for 3840x2160 limits; the worker also pins a 64 MiB ring\n"

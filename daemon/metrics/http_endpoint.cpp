@@ -129,6 +129,7 @@ void HttpEndpoint::Route() {
   });
   server_->Get("/readyz", [this, probe](const httplib::Request&, httplib::Response& res) {
     probe(hooks_.ready, res);
+    if (res.status == 200 && !hooks_.ready_note.empty()) res.body += hooks_.ready_note + "\n";
   });
   // The three paths are read-only: another method gets 405 with Allow, as HTTP says,
   // rather than httplib's 400 for a method it has no handler for.

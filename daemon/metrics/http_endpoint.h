@@ -36,6 +36,9 @@ class HttpEndpoint {
     // Readiness: OK while new sessions are taken; e.g. Unavailable("draining"). Unset
     // means ready.
     std::function<Status()> ready;
+    // A line /readyz adds to its 200 answer: ready, but the operator should know (e.g. a
+    // GPU host encoding on the CPU). Empty: none.
+    std::string ready_note;
   };
 
   // Binds `listen` ("127.0.0.1:9100", "[::1]:0") and serves until Stop(). INVALID_ARGUMENT

@@ -40,6 +40,10 @@ StatusOr<std::unique_ptr<Observability>> Observability::Create(Scheduler* schedu
                    AddPlainGauge(o->registry_, "conveyor_config_last_reload_timestamp_seconds",
                                  "Unix time of the last config load: the start, or the last SIGHUP reload, "
                                  "applied or refused."));
+  ASSIGN_OR_RETURN(o->cpu_fallback_,
+                   AddPlainGauge(o->registry_, "conveyor_workers_cpu_fallback",
+                                 "1 when workers = \"auto\" on a GPU build found no GPU it could open and "
+                                 "encodes on the CPU (the log and /readyz say why); 0 otherwise."));
   for (int i = 0; i < scheduler->num_workers(); ++i) {
     const WorkerSlot& w = scheduler->worker(i);
     const std::string label = DeviceLabel(w);
@@ -79,7 +83,7 @@ Status Observability::Serve(const std::string& listen, SessionManager* sessions,
                    daemon_->BindSessionsActive([sessions] { return static_cast<double>(sessions->active()); }));
   bindings_.push_back(std::move(active));
   ASSIGN_OR_RETURN(metrics::ScopedCallback ready,
-                   daemon_->BindReady([sessions] { return sessions->Ready().ok() ? 1.0 : 0.0; }));
+                   daemon_->BindReady([this, sessions] { return Readiness(*sessions).ok() ? 1.0 : 0.0; }));
   bindings_.push_back(std::move(ready));
   ASSIGN_OR_RETURN(metrics::ScopedCallback draining,
                    daemon_->BindDraining([sessions] { return sessions->draining() ? 1.0 : 0.0; }));
@@ -115,9 +119,22 @@ Status Observability::Serve(const std::string& listen, SessionManager* sessions,
   metrics::HttpEndpoint::Hooks hooks;
   hooks.registry = &registry_;
   hooks.alive = std::move(alive);
-  hooks.ready = [sessions] { return sessions->Ready(); };
+  hooks.ready = [this, sessions] { return Readiness(*sessions); };
+  if (!cpu_fallback_reason_.empty()) {
+    hooks.ready_note = "warning: workers = \"auto\" serves on the CPU: " + cpu_fallback_reason_;
+  }
   ASSIGN_OR_RETURN(endpoint_, metrics::HttpEndpoint::Start(listen, std::move(hooks)));
   return OkStatus();
+}
+
+void Observability::NoteCpuFallback(const std::string& reason) {
+  cpu_fallback_->Set(reason.empty() ? 0 : 1);
+  cpu_fallback_reason_ = reason;
+}
+
+Status Observability::Readiness(const SessionManager& sessions) const {
+  if (!accepting_) return Unavailable("starting: gRPC does not serve yet");
+  return sessions.Ready();
 }
 
 void Observability::Stop() {

@@ -34,13 +34,20 @@ class Observability {
   const SessionMetricsContext* session_metrics() const { return &context_; }
 
   // Binds the session gauges and starts the HTTP endpoint on `listen` ("" = no endpoint).
-  // /healthz answers `alive`; /readyz is ready while not draining and under the cap, and
+  // /healthz answers `alive`; /readyz is ready once gRPC serves (SetAccepting), while not
+  // draining and under the cap, and
   // conveyor_ready, conveyor_draining and conveyor_sessions_max say the same at each scrape.
   Status Serve(const std::string& listen, SessionManager* sessions, std::function<Status()> alive);
+  // gRPC serves: until this is called, /readyz answers 503 "starting" (the endpoint is bound
+  // before gRPC, so that a daemon that cannot take its metrics port stops before serving).
+  void SetAccepting(bool accepting) { accepting_ = accepting; }
   // The last config load (the start, or a SIGHUP reload): whether it was applied, and when
   // (Unix time). conveyor_config_last_reload_successful and ..._timestamp_seconds, named
   // after Prometheus's own, so the same alert rules fit.
   void NoteConfigLoad(bool ok, double unix_time_s);
+  // workers = "auto" serves on the CPU of a GPU build, and why ("" when it does not):
+  // conveyor_workers_cpu_fallback is 1 and /readyz, still 200, says so. Before Serve().
+  void NoteCpuFallback(const std::string& reason);
 
   // The endpoint's address with its real port, or "" when there is none.
   std::string address() const { return endpoint_ ? endpoint_->address() : ""; }
@@ -52,6 +59,8 @@ class Observability {
  private:
   explicit Observability(Scheduler* scheduler) : scheduler_(scheduler) {}
   void UpdateLoop();
+  // /readyz and conveyor_ready: gRPC serves, and the session manager takes sessions.
+  Status Readiness(const SessionManager& sessions) const;
 
   Scheduler* const scheduler_;
   metrics::Registry registry_;
@@ -60,8 +69,11 @@ class Observability {
   std::vector<metrics::ScopedCallback> bindings_;
   metrics::Gauge* config_load_ok_ = nullptr;
   metrics::Gauge* config_load_time_ = nullptr;
+  metrics::Gauge* cpu_fallback_ = nullptr;
+  std::string cpu_fallback_reason_;
   std::vector<uint64_t> restarts_seen_;  // update thread only
   std::unique_ptr<metrics::HttpEndpoint> endpoint_;
+  std::atomic<bool> accepting_{false};
   std::mutex mu_;
   std::condition_variable wake_;
   bool stopping_ = false;

@@ -80,6 +80,30 @@ TEST(HttpEndpoint, ServesMetricsAndProbes) {
   EXPECT_FALSE(after.Get("/healthz")) << "still serving after Stop()";
 }
 
+TEST(HttpEndpoint, AReadyNoteFollowsTheReadyAnswerOnly) {
+  Registry r;
+  std::atomic<bool> draining{false};
+  HttpEndpoint::Hooks hooks;
+  hooks.registry = &r;
+  hooks.ready = [&] { return draining ? Unavailable("draining") : OkStatus(); };
+  hooks.ready_note = "warning: workers = \"auto\" serves on the CPU: no GPU";
+  StatusOr<std::unique_ptr<HttpEndpoint>> e = HttpEndpoint::Start("127.0.0.1:0", hooks);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  httplib::Client client("127.0.0.1", (*e)->port());
+  httplib::Result ready = client.Get("/readyz");
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->status, 200);
+  EXPECT_EQ(ready->body, "ok\nwarning: workers = \"auto\" serves on the CPU: no GPU\n");
+  draining = true;
+  ready = client.Get("/readyz");
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->status, 503);
+  EXPECT_EQ(ready->body, "draining\n");
+  httplib::Result h = client.Get("/healthz");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->body, "ok\n") << "the note is readiness's";
+}
+
 TEST(HttpEndpoint, OtherMethodsThanGetAre405WithAllow) {
   Registry r;
   HttpEndpoint::Hooks hooks;

@@ -1,6 +1,7 @@
 // A daemon owns its addresses: a second conveyord on the gRPC port or the metrics port of a
 // running one must fail to start, saying which address and why, rather than share the port
-// (SO_REUSEPORT would let the kernel split new connections between the two).
+// (SO_REUSEPORT would let the kernel split new connections between the two). The metrics
+// port is bound before gRPC serves, so a daemon that fails on it never takes a call.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -47,10 +48,13 @@ TEST(Listen, ASecondDaemonOnTheSameMetricsPortFailsToStart) {
   ASSERT_GT(first.metrics_port(), 0);
   const std::string address = "127.0.0.1:" + std::to_string(first.metrics_port());
   const std::string dir = e2e::MakeTempDir();
-  const auto [rc, err] = SecondDaemon(dir, "--listen unix:" + dir + "/s.sock --metrics-listen " + address);
+  const auto [rc, err] =
+      SecondDaemon(dir, "--log-level info --listen unix:" + dir + "/s.sock --metrics-listen " + address);
   EXPECT_NE(rc, 0) << "a second conveyord started with its metrics on " << address << ":\n" << err;
   EXPECT_NE(rc, 124) << "the second conveyord was still running after 20 s";
   EXPECT_NE(err.find(address), std::string::npos) << err;
+  // The metrics port is bound first: the daemon stops before gRPC serves a client.
+  EXPECT_EQ(err.find("listening on"), std::string::npos) << err;
   EXPECT_EQ(first.Stop(), 0);
   e2e::Shell("rm -rf '" + dir + "'");
 }

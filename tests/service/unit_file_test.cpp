@@ -28,8 +28,14 @@ struct Verify {
 Verify RunVerify(const std::string& unit_text) {
   const std::string dir = e2e::MakeTempDir();
   WriteText(dir + "/conveyord.service", unit_text);
+  // verify runs `man` for each man: page in Documentation=: the built pages, laid out as
+  // the package installs them.
+  const std::string man = dir + "/man";
+  e2e::Shell("mkdir -p '" + man + "/man5' '" + man + "/man8' && cp " CONVEYOR_MAN_DIR "/conveyord.8.gz '" + man +
+             "/man8/' && cp " CONVEYOR_MAN_DIR "/conveyord.toml.5.gz '" + man + "/man5/'");
   Verify v;
-  v.rc = e2e::Shell("systemd-analyze verify '" + dir + "/conveyord.service' >'" + dir + "/out' 2>'" + dir + "/err'");
+  v.rc = e2e::Shell("MANPATH='" + man + "' systemd-analyze verify '" + dir + "/conveyord.service' >'" + dir +
+                    "/out' 2>'" + dir + "/err'");
   v.err = ReadText(dir + "/err");
   e2e::Shell("rm -rf '" + dir + "'");
   return v;

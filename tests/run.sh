@@ -185,6 +185,8 @@ if command -v hipcc >/dev/null; then
   build amd --target "${gpu_targets[@]}"
   echo "=== ctest: amd (kernels, engine and GPU tests) ==="
   ctest_stage amd -R '^(unit|gpu|worker)\.'
+  echo "=== amd: a GPU flavour with no GPU it can open ==="
+  tests/flavour/cpu_fallback_test.sh build/amd
 else
   echo "=== amd: skipped, hipcc not found ==="
 fi

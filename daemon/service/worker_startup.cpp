@@ -45,7 +45,7 @@ WorkerOptions OptionsFromConfig(const config::DaemonConfig& c) {
 std::string CpuFallbackReason(const std::string& workers, const std::string& gpu_backend, const GpuProbe& probe,
                               const std::vector<std::string>& unusable) {
   if (workers == "cpu" || gpu_backend == "none") return "";
-  if (probe.devices.empty()) return "no GPU: " + probe.unavailable_reason;
+  if (probe.devices.empty()) return probe.unavailable_reason;  // "no usable GPU: ..."
   std::string why = probe.devices.size() == 1 ? "its one GPU could not be opened: "
                                               : "none of its " + std::to_string(probe.devices.size()) +
                                                     " GPUs could be opened: ";

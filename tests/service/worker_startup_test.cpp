@@ -10,7 +10,7 @@ namespace {
 
 GpuProbe NoDevice() {
   GpuProbe p;
-  p.unavailable_reason = "hipGetDeviceCount: hipErrorNoDevice";
+  p.unavailable_reason = "no usable GPU: hipGetDeviceCount returned hipErrorNoDevice";
   return p;
 }
 
@@ -26,7 +26,8 @@ GpuProbe Devices(int n) {
 }
 
 TEST(CpuFallback, AGpuBuildWithNoDeviceSaysWhatTheProbeSaid) {
-  EXPECT_EQ(CpuFallbackReason("auto", "hip-nvidia", NoDevice(), {}), "no GPU: hipGetDeviceCount: hipErrorNoDevice");
+  EXPECT_EQ(CpuFallbackReason("auto", "hip-nvidia", NoDevice(), {}),
+            "no usable GPU: hipGetDeviceCount returned hipErrorNoDevice");
 }
 
 TEST(CpuFallback, DevicesThatCannotBeOpenedAreEachNamed) {

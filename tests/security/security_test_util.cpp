@@ -64,34 +64,6 @@ const Pki& TestPki() {
 }
 
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void WriteText(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-}
-
-StderrToFile::StderrToFile(const std::string& path) {
-  std::fflush(stderr);
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) return;
-  saved_ = dup(STDERR_FILENO);
-  dup2(fd, STDERR_FILENO);
-  close(fd);
-}
-
-StderrToFile::~StderrToFile() {
-  if (saved_ < 0) return;
-  std::fflush(stderr);
-  dup2(saved_, STDERR_FILENO);
-  close(saved_);
-}
-
 std::shared_ptr<grpc::Channel> TcpChannel(int port, const ChannelOptions& o) {
   const std::string target = "127.0.0.1:" + std::to_string(port);
   std::shared_ptr<grpc::ChannelCredentials> creds;

@@ -8,6 +8,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "test_files.h"
+
 namespace conveyor::security_test {
 
 struct Pki {
@@ -26,21 +28,9 @@ const Pki& TestPki();
 // is empty.
 void MakeCert(const std::string& dir, const std::string& name, const std::string& ca, const std::string& ext);
 
-std::string ReadText(const std::string& path);
-void WriteText(const std::string& path, const std::string& text);
-
-// While alive, this process's stderr goes to `path` (appending), so a daemon forked
-// meanwhile writes its log there for good.
-class StderrToFile {
- public:
-  explicit StderrToFile(const std::string& path);
-  ~StderrToFile();
-  StderrToFile(const StderrToFile&) = delete;
-  StderrToFile& operator=(const StderrToFile&) = delete;
-
- private:
-  int saved_ = -1;
-};
+using conveyor::testing::ReadText;
+using conveyor::testing::StderrToFile;
+using conveyor::testing::WriteText;
 
 struct ChannelOptions {
   std::string ca_file;                // "" → plaintext

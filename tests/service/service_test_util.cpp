@@ -116,40 +116,6 @@ std::string NotifyValue(const std::string& message, const std::string& name) {
   return "";
 }
 
-StderrToFile::StderrToFile(const std::string& path) {
-  std::fflush(stderr);
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) return;
-  saved_ = dup(STDERR_FILENO);
-  dup2(fd, STDERR_FILENO);
-  close(fd);
-}
-
-StderrToFile::~StderrToFile() {
-  if (saved_ < 0) return;
-  std::fflush(stderr);
-  dup2(saved_, STDERR_FILENO);
-  close(saved_);
-}
-
-void WriteText(const std::string& path, const std::string& text) {
-  // Write a new file and rename it over the old one, as an editor or a config tool would:
-  // the daemon never reads half a file.
-  const std::string tmp = path + ".new";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-  }
-  std::rename(tmp.c_str(), path.c_str());
-}
-
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 bool WaitUntil(const std::function<bool()>& done, double timeout_s) {
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   while (!done()) {

@@ -16,6 +16,7 @@
 
 #include "conveyor/v1/transcoder.grpc.pb.h"
 #include "transcode_client.h"
+#include "test_files.h"
 
 namespace conveyor::service_test {
 
@@ -59,19 +60,10 @@ std::vector<NotifySocket::Message> MessagesWith(const NotifySocket& socket, cons
 // The value of the line NAME=value in a notify message, or "" when it has none.
 std::string NotifyValue(const std::string& message, const std::string& name);
 
-// While alive, this process's stderr goes to `path` (appending), so a daemon forked
-// meanwhile writes its log there for good.
-class StderrToFile {
- public:
-  explicit StderrToFile(const std::string& path);
-  ~StderrToFile();
+using conveyor::testing::ReadText;
+using conveyor::testing::StderrToFile;
+using conveyor::testing::WriteText;
 
- private:
-  int saved_ = -1;
-};
-
-void WriteText(const std::string& path, const std::string& text);
-std::string ReadText(const std::string& path);
 // Polls `done` every 20 ms until it holds or `timeout_s` passes.
 bool WaitUntil(const std::function<bool()>& done, double timeout_s);
 // Whether the child `pid` has exited (it is a zombie, not yet reaped) within `timeout_s`;

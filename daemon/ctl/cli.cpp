@@ -14,6 +14,7 @@
 #include "interrupt.h"
 #include "introspect_commands.h"
 #include "listen_address.h"
+#include "output_naming.h"
 #include "transcode_command.h"
 
 namespace conveyor::ctl {
@@ -90,10 +91,13 @@ int RunConveyorctl(int argc, const char* const* argv, std::ostream& out, std::os
   transcode_cmd->add_option("INPUT", t.input, "Input file, or - for stdin.")->required();
   transcode_cmd
       ->add_option("-o,--output", t.output,
-                   "Without --container: a directory (created if missing) that receives\n"
-                   "R-NNNNNN.jpg for rendition R and frame NNNNNN. With --container: the file\n"
-                   "of rendition 0; rendition n goes to the same name with .n before its\n"
-                   "extension (out.mkv, out.1.mkv, ...); - writes one rendition to stdout.")
+                   "As the ffmpeg CLI reads it: a file named .mkv, .mov or .avi gets that\n"
+                   "container; a directory (created if missing) gets JPEG frames, R-NNNNNN.jpg\n"
+                   "for rendition R and frame NNNNNN unless --name says otherwise; a name\n"
+                   "pattern (frames/%06d.jpg) gets JPEG frames under those names. A container's\n"
+                   "file holds rendition 0; rendition n goes to the same name with .n before\n"
+                   "its extension (out.mkv, out.1.mkv, ...); - writes one rendition to stdout\n"
+                   "(with --container).")
       ->required()
       ->type_name("OUTPUT");
   transcode_cmd
@@ -111,8 +115,21 @@ int RunConveyorctl(int argc, const char* const* argv, std::ostream& out, std::os
   transcode_cmd->add_option("--quality", t.quality, "JPEG quality 1..100 for --size/--renditions (default 85).")
       ->type_name("N");
   transcode_cmd
-      ->add_option("--container", t.container, "Write mkv, mov or avi instead of JPEG files.")
+      ->add_option("--container", t.container,
+                   "Write mkv, mov or avi, whatever -o's extension (as ffmpeg's -f).")
       ->type_name("FORMAT");
+  transcode_cmd
+      ->add_option("--name", t.name,
+                   "JPEG frames' names: %d or %06d (the frame's number from 1, as ffmpeg's\n"
+                   "image2), {index} (from 0), {pts_ms} (its time in ms), {rendition}; e.g.\n"
+                   "'{pts_ms}.jpg'. Several renditions need {rendition}.")
+      ->type_name("PATTERN");
+  transcode_cmd
+      ->add_option("--index", t.index,
+                   "Beside the JPEG frames, frames.csv or frames.json: each frame's file,\n"
+                   "rendition, index, pts, time in seconds and size.")
+      ->check(CLI::IsMember({"csv", "json"}))
+      ->type_name("csv|json");
   transcode_cmd
       ->add_option("--raw", t.raw,
                    "The input is tightly packed raw frames, FORMAT:WxH[:FPS] (FPS: N, N.M or\n"
@@ -190,6 +207,11 @@ int RunConveyorctl(int argc, const char* const* argv, std::ostream& out, std::os
   } else if (cancel_cmd->parsed()) {
     s = RunCancelCommand(client, session_id, out);
   } else {
+    const auto target = ResolveOutput(t.output, t.container, t.name);
+    if (!target.ok()) return Usage(err, target.status().message());
+    t.output = target->output;
+    t.container = target->container;
+    t.name = target->name;
     const auto spec = BuildJobSpec(t);
     if (!spec.ok()) return Usage(err, spec.status().message());
     // The bar goes to stderr, drawn when a person is watching stdout (and stdout is not

@@ -141,7 +141,9 @@ Status RunTranscode(const ClientOptions& client, const TranscodeOptions& options
     container = std::make_unique<ContainerWriter>(options.output, options.container, renditions, &out,
                                                   options.keep_partial);
   } else {
-    jpeg = std::make_unique<JpegFrameWriter>(options.output, renditions, options.keep_partial);
+    ASSIGN_OR_RETURN(FrameNamer namer, FrameNamer::Parse(options.name, renditions));
+    jpeg = std::make_unique<JpegFrameWriter>(options.output, std::move(namer), renditions, options.keep_partial,
+                                             options.index);
   }
 
   auto stub = v1::Transcoder::NewStub(MakeChannel(client));
@@ -173,6 +175,7 @@ Status RunTranscode(const ClientOptions& client, const TranscodeOptions& options
     switch (response.message_case()) {
       case v1::TranscodeResponse::kStarted:
         started = true;
+        if (jpeg) jpeg->SetTimeBase(response.started().time_base());
         info << DescribeStarted(response.started()) << "\n" << std::flush;
         break;
       case v1::TranscodeResponse::kPacket:

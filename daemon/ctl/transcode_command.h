@@ -27,7 +27,9 @@ struct TranscodeOptions {
   std::string size;                     // --size WxH: the one rendition's size
   std::string ladder;                   // --renditions WxH,WxH,...: one rendition each
   int quality = 0;                      // --quality: for --size/--renditions; 0: 85
-  std::string container;                // "", "mkv", "mov" or "avi"
+  std::string container;                // "", "mkv", "mov" or "avi" (ResolveOutput: from -o's extension)
+  std::string name;                     // --name: the JPEG frames' name pattern (FrameNamer)
+  std::string index;                    // --index csv|json: the index of the frames written
   std::string raw;                      // "": container input; else FORMAT:WxH[:FPS]
   std::string format_hint;              // FFmpeg demuxer name for container input
   bool audio = false;                   // copy the first audio stream (container output)

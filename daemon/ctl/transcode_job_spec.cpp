@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "encode_params.h"
+#include "output_naming.h"
 #include "transcode_command.h"
 
 namespace conveyor::ctl {
@@ -245,6 +246,8 @@ StatusOr<v1::JobSpec> BuildJobSpec(const TranscodeOptions& o) {
     if (o.output == "-") {
       return InvalidArgument("JPEG frames go to a directory: -o - needs --container");
     }
+    RETURN_IF_ERROR(FrameNamer::Parse(o.name, spec.renditions_size()).status());
+    if (!o.index.empty()) RETURN_IF_ERROR(IndexFileName(o.index).status());
     spec.mutable_output()->mutable_frames();
   } else {
     const ContainerKind* kind = nullptr;
@@ -254,6 +257,8 @@ StatusOr<v1::JobSpec> BuildJobSpec(const TranscodeOptions& o) {
     if (kind == nullptr) {
       return InvalidArgument("--container '" + o.container + "': expected mkv, mov or avi");
     }
+    if (!o.name.empty()) return InvalidArgument("--name names JPEG frames, not container output");
+    if (!o.index.empty()) return InvalidArgument("--index lists JPEG frames, not container output");
     if (o.output == "-" && spec.renditions_size() > 1) {
       return InvalidArgument("-o - (stdout) takes one rendition, not " +
                              std::to_string(spec.renditions_size()));

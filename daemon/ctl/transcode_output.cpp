@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -97,17 +98,40 @@ Status JpegFrameWriter::Add(const v1::OutputPacket& p) {
                     " of rendition " + std::to_string(p.rendition()) + " before frame " +
                     std::to_string(pd.frame_index) + " ended");
   }
+  if (!pd.active) pd.pts = p.pts();  // a frame's pts comes with its first packet
   pd.active = true;
   pd.frame_index = p.frame_index();
   pd.data += p.data();
   if (!p.end_of_frame()) return OkStatus();
   RETURN_IF_ERROR(MakeDirectory());
-  const std::string path = JpegFramePath(dir_, p.rendition(), p.frame_index());
+  FrameRecord r;
+  r.rendition = p.rendition();
+  r.index = pd.frame_index;
+  r.pts = pd.pts;
+  r.time_s = time_base_.den() > 0 ? static_cast<double>(pd.pts) * time_base_.num() / time_base_.den() : 0;
+  r.bytes = pd.data.size();
+  const std::string path = namer_.empty() ? JpegFramePath(dir_, r.rendition, r.index)
+                                          : (std::filesystem::path(dir_) /
+                                             namer_.Name(r.rendition, r.index, std::llround(r.time_s * 1000)))
+                                                .string();
+  r.file = std::filesystem::path(path).filename().string();
+  if (!names_.insert(r.file).second) {
+    return InvalidArgument("--name: frame " + std::to_string(r.index) + " of rendition " +
+                           std::to_string(r.rendition) + " gets the name " + r.file +
+                           " that an earlier frame has (two frames at the same millisecond?)");
+  }
   RETURN_IF_ERROR(WriteFile(path, pd.data));
   written_.push_back(path);
   bytes_ += pd.data.size();
+  if (!index_format_.empty()) records_.push_back(std::move(r));
   pd = Pending{};
   return OkStatus();
+}
+
+Status JpegFrameWriter::WriteIndex() {
+  if (index_format_.empty()) return OkStatus();
+  ASSIGN_OR_RETURN(const std::string name, IndexFileName(index_format_));
+  return WriteFile((std::filesystem::path(dir_) / name).string(), RenderIndex(index_format_, records_));
 }
 
 Status JpegFrameWriter::MakeDirectory() {
@@ -127,12 +151,17 @@ Status JpegFrameWriter::Finish() {
     }
   }
   RETURN_IF_ERROR(MakeDirectory());  // a job of no frames still leaves its directory
+  RETURN_IF_ERROR(WriteIndex());
   finished_ = true;
   return OkStatus();
 }
 
 JpegFrameWriter::~JpegFrameWriter() {
-  if (finished_ || keep_partial_) return;
+  if (finished_) return;
+  if (keep_partial_) {
+    if (have_dir_) (void)WriteIndex();  // the index of what is left
+    return;
+  }
   for (const std::string& path : written_) unlink(path.c_str());
   std::error_code ec;
   if (made_dir_) std::filesystem::remove(dir_, ec);  // only when empty: not another's files

@@ -6,28 +6,39 @@
 #include <cstdint>
 #include <cstdio>
 #include <ostream>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "conveyor/v1/transcoder.pb.h"
+#include "output_naming.h"
 #include "status.h"
 
 namespace conveyor::ctl {
 
 // Collects each rendition's packets until end_of_frame, then writes the JPEG file (to a
-// hidden temporary name, renamed into place). The directory is made at the first frame,
-// so a call the daemon refuses creates nothing. A writer destroyed before Finish() (the
-// call failed) removes the frames it wrote, and the directory if it made it, unless
-// `keep_partial`.
+// hidden temporary name, renamed into place) under the name `namer` gives it. The
+// directory is made at the first frame, so a call the daemon refuses creates nothing. A
+// writer destroyed before Finish() (the call failed) removes the frames it wrote, and the
+// directory if it made it, unless `keep_partial`. With an `index_format` ("csv", "json")
+// the index of the frames written goes beside them (output_naming.h), at Finish() or, with
+// `keep_partial`, for what a failed call leaves.
 class JpegFrameWriter {
  public:
-  JpegFrameWriter(std::string dir, int renditions, bool keep_partial)
-      : dir_(std::move(dir)), pending_(renditions), keep_partial_(keep_partial) {}
+  JpegFrameWriter(std::string dir, FrameNamer namer, int renditions, bool keep_partial,
+                  std::string index_format = "")
+      : dir_(std::move(dir)),
+        namer_(std::move(namer)),
+        pending_(renditions),
+        keep_partial_(keep_partial),
+        index_format_(std::move(index_format)) {}
   ~JpegFrameWriter();
   JpegFrameWriter(const JpegFrameWriter&) = delete;
   JpegFrameWriter& operator=(const JpegFrameWriter&) = delete;
 
+  // Started.time_base: what OutputPacket.pts counts in.
+  void SetTimeBase(const v1::Rational& time_base) { time_base_ = time_base; }
   Status Add(const v1::OutputPacket& p);
   // INTERNAL when the stream ended inside a frame. OK: the frames are kept.
   Status Finish();
@@ -35,14 +46,21 @@ class JpegFrameWriter {
 
  private:
   Status MakeDirectory();
+  Status WriteIndex();
   struct Pending {
     bool active = false;
     uint64_t frame_index = 0;
+    int64_t pts = 0;
     std::string data;
   };
   std::string dir_;
+  FrameNamer namer_;
   std::vector<Pending> pending_;
   const bool keep_partial_;
+  const std::string index_format_;
+  v1::Rational time_base_;
+  std::set<std::string> names_;  // every name given, so that two frames never share one
+  std::vector<FrameRecord> records_;
   bool made_dir_ = false;  // this writer created dir_
   bool have_dir_ = false;
   bool finished_ = false;

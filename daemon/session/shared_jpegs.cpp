@@ -10,6 +10,8 @@
 #include <cstring>
 #include <string>
 
+#include "session_memory.h"
+
 namespace conveyor {
 
 StatusOr<std::unique_ptr<SharedJpegSlots>> SharedJpegSlots::Create(int slots, size_t slot_bytes, const char* name) {
@@ -70,8 +72,7 @@ size_t SharedJpegSlotBytes(const std::vector<std::pair<int, int>>& rendition_siz
   size_t most = 0;
   for (const auto& [w, h] : rendition_sizes) {
     // yuv420p of the MCU-padded size, so that a tiny rendition still has room for headers.
-    const size_t padded_w = (static_cast<size_t>(w) + 15) / 16 * 16, padded_h = (static_cast<size_t>(h) + 15) / 16 * 16;
-    most = std::max(most, padded_w * padded_h * 3 / 2 + 4096);
+    most = std::max(most, static_cast<size_t>(JpegBytesBound(w, h)));
   }
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   return (most + page - 1) / page * page;

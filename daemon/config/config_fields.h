@@ -95,6 +95,16 @@ inline const Field kFields[] = {
 
     {"limits", "max_sessions", &DaemonConfig::max_sessions, "--max-sessions",
      "Transcode streams served at once; one more is refused with RESOURCE_EXHAUSTED.", 1, 100000},
+    {"limits", "memory_budget_bytes", &DaemonConfig::memory_budget_bytes, nullptr,
+     "Memory the running sessions may hold together, by each one's estimate from its job:\n"
+     "its frames (raw input's queued and assembled frames; container input's decoded frames,\n"
+     "counted at 1920x1080 until the decoder has probed its size, then at that size), the\n"
+     "input queue, limits.session_output_bytes of output with the JPEGs in flight, and a\n"
+     "fixed overhead. A session that does not fit in what the running ones leave is refused\n"
+     "with RESOURCE_EXHAUSTED naming this option (container input: when its size is known,\n"
+     "before Started). 0: auto, 3/4 of the daemon's cgroup memory limit (the unit's\n"
+     "MemoryMax=) or else of the host's MemTotal, read again on each reload.",
+     0, kMaxBytes, false, kBytes},
     {"limits", "max_width", &DaemonConfig::max_width, nullptr,
      "Largest frame width accepted, source or rendition, in pixels. A portrait frame\n"
      "(a phone's, turned) may have the sizes the other way round: 2160x3840 fits 3840x2160.",

@@ -19,6 +19,7 @@ struct RuntimeSetting {
 const RuntimeSetting kRuntimeSettings[] = {
     CONVEYOR_RUNTIME_SETTING(server, log_level),
     CONVEYOR_RUNTIME_SETTING(limits, max_sessions),
+    CONVEYOR_RUNTIME_SETTING(limits, memory_budget_bytes),
     CONVEYOR_RUNTIME_SETTING(limits, max_frame_rate),
     CONVEYOR_RUNTIME_SETTING(limits, max_session_bytes),
     CONVEYOR_RUNTIME_SETTING(limits, idle_timeout_s),

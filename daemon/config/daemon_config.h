@@ -32,6 +32,9 @@ struct DaemonConfig {
   std::string log_level = "info";         // trace, debug, info, warn, error, off
   // [limits]
   int max_sessions = 64;                  // Transcode streams at once; more: RESOURCE_EXHAUSTED
+  // Running sessions' estimated memory together; 0: auto (host_memory.h). Past it:
+  // RESOURCE_EXHAUSTED.
+  uint64_t memory_budget_bytes = 0;
   int max_width = 3840;                   // largest source or rendition width accepted
   int max_height = 2160;                  // largest source or rendition height accepted
   double max_frame_rate = 240;            // highest nominal input frame rate accepted

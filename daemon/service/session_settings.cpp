@@ -1,6 +1,10 @@
 // DaemonConfig → SessionOptions and SessionLimits (see session_settings.h).
 #include "session_settings.h"
 
+#include <spdlog/spdlog.h>
+
+#include "host_memory.h"
+
 namespace conveyor {
 
 SessionOptions SessionOptionsFromConfig(const config::DaemonConfig& c) {
@@ -30,7 +34,21 @@ SessionOptions SessionOptionsFromConfig(const config::DaemonConfig& c) {
 }
 
 SessionLimits SessionLimitsFromConfig(const config::DaemonConfig& c) {
-  return SessionLimits{c.max_sessions, c.idle_timeout_s};
+  SessionLimits limits{c.max_sessions, c.idle_timeout_s};
+  if (c.memory_budget_bytes > 0) {
+    limits.memory_budget_bytes = c.memory_budget_bytes;
+    return limits;
+  }
+  // auto: read again at every load, so a reload follows a MemoryMax= changed meanwhile.
+  StatusOr<config::HostMemory> host = config::ReadHostMemory();
+  if (!host.ok()) {
+    spdlog::warn("limits.memory_budget_bytes auto: {}; sessions are admitted by count only", host.status().ToString());
+    return limits;
+  }
+  limits.memory_budget_bytes = config::EffectiveMemoryBudget(0, *host);
+  spdlog::info("limits.memory_budget_bytes auto: {} MiB, {:.0f} % of {} ({} MiB)", limits.memory_budget_bytes >> 20,
+               config::kAutoBudgetShare * 100, host->source, host->bytes >> 20);
+  return limits;
 }
 
 }  // namespace conveyor

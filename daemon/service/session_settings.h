@@ -8,6 +8,8 @@
 namespace conveyor {
 
 SessionOptions SessionOptionsFromConfig(const config::DaemonConfig& c);
+// limits.memory_budget_bytes 0 (auto) is resolved here, from the host's memory and the
+// daemon's cgroup limit as they are now (config/host_memory.h).
 SessionLimits SessionLimitsFromConfig(const config::DaemonConfig& c);
 
 }  // namespace conveyor

@@ -32,6 +32,7 @@
 #include "job.h"
 #include "muxer.h"
 #include "scheduler.h"
+#include "session_memory.h"
 #include "session_meter.h"
 #include "shared_frames.h"
 #include "shared_jpegs.h"
@@ -129,6 +130,10 @@ class Session : public std::enable_shared_from_this<Session> {
   // engines and the CPU, and may move this one to the CPU mid-stream.
   void SetDecodeDevice(std::shared_ptr<media::HwDecodeDevice> device, std::string why_none,
                        std::shared_ptr<DecodeBalancer> balancer = nullptr, int worker = 0);
+  // Container input: `check` charges the session's memory estimate at the size the
+  // decoder probed (the session manager's MemoryBudget::Resize); its error ends the
+  // session before Started. Set once, before Start().
+  void SetMemoryCheck(std::function<Status(const SessionMemoryEstimate&)> check) { memory_check_ = std::move(check); }
   const std::string& attach_key() const { return attach_key_; }
   // The attach, once per session: `input_fd` is the client's memfd of frame slots (-1:
   // none came; the caller keeps and closes it). Returns the descriptor of the JPEG slots
@@ -249,6 +254,7 @@ class Session : public std::enable_shared_from_this<Session> {
   int decode_worker_ = 0;
   std::string decoder_, decoder_api_, decoder_name_;
   std::string decoder_failover_;  // the engines gave the stream up mid-stream (Summary); the run thread's
+  std::function<Status(const SessionMemoryEstimate&)> memory_check_;  // set before Start()
   // Raw input: frames assembled from chunks by the reactor, or in shared-memory slots.
   struct RawFrame {
     const uint8_t* data = nullptr;

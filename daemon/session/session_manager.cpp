@@ -27,7 +27,8 @@ SessionManager::SessionManager(Scheduler* scheduler, SessionOptions options, Ses
       decode_devices_(scheduler),
       options_(options),
       pinned_input_(std::make_shared<AssemblyRingPool>(options.pinned_input_bytes)),
-      limits_(limits) {
+      limits_(limits),
+      memory_(std::make_shared<MemoryBudget>(limits.memory_budget_bytes)) {
   // spdlog builds its registry on first use; built here, before the reaper starts, it is
   // never first built by the reaper and another thread at once (TSan saw that race).
   (void)spdlog::default_logger_raw();
@@ -105,6 +106,10 @@ StatusOr<std::shared_ptr<Session>> SessionManager::Create(const v1::JobSpec& spe
     return reject(metrics::SessionRejection::kSessionCap,
                   ResourceExhausted("session limit reached (" + std::to_string(limits_.max_sessions) + " active)"));
   }
+  std::string id = NewSessionId();
+  if (Status fits = memory_->Reserve(id, EstimateAtAdmission(job, options)); !fits.ok()) {
+    return reject(metrics::SessionRejection::kSessionCap, fits);
+  }
   if (counted != nullptr) counted->SessionsStarted().Inc();
   // Container input that may decode on the video engines opens the worker's device.
   const bool session_job_decodes =
@@ -115,10 +120,13 @@ StatusOr<std::shared_ptr<Session>> SessionManager::Create(const v1::JobSpec& spe
   // A GPU worker uploads frames assembled in registered memory without copying them
   // first; the CPU worker reads any memory in place, so it gains nothing from it.
   if (w.info.is_gpu() && !job.container_input && job.shared_memory_slots == 0) options.pinned_input = pinned_input_;
-  std::string id = NewSessionId();
+  const bool container_input = job.container_input;
   auto session = std::make_shared<Session>(id, std::move(owner), std::move(job), options, std::move(lane),
                                            w.worker->Describe(), w.info);
   if (!attach_key.empty()) session->EnableSharedMemory(shared_memory_socket, std::move(attach_key));
+  if (container_input) {
+    session->SetMemoryCheck([memory = memory_, id](const SessionMemoryEstimate& e) { return memory->Resize(id, e); });
+  }
   if (session_job_decodes) {
     DecodeDevices::Device d = decode_devices_.For(lane_index, options.vaapi_device);
     session->SetDecodeDevice(std::move(d.device), std::move(d.why_none), decode_balancer_, lane_index);
@@ -143,6 +151,7 @@ void SessionManager::Remove(const std::string& id) {
     std::lock_guard<std::mutex> lock(mu_);
     sessions_.erase(id);
   }
+  memory_->Release(id);
   spdlog::debug("session {}: stream closed", id);
   changed_.notify_all();
 }
@@ -174,6 +183,7 @@ int SessionManager::max_sessions() const {
 void SessionManager::SetLimits(SessionLimits limits) {
   std::lock_guard<std::mutex> lock(mu_);
   limits_ = limits;  // the reaper takes its new period after its current wait (at most 1 s)
+  memory_->SetBudget(limits.memory_budget_bytes);
 }
 
 SessionLimits SessionManager::limits() const {

@@ -1,4 +1,5 @@
-// The daemon's sessions: creation against the limits (session cap, draining), lookup for
+// The daemon's sessions: creation against the limits (session cap, memory budget,
+// draining), lookup for
 // ListSessions and CancelSession, and a reaper that ends sessions idle for longer than
 // the idle timeout (a client that stopped sending or stopped reading). Limits and session
 // options can be replaced while it runs (SIGHUP).
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "decode_devices.h"
+#include "memory_budget.h"
 #include "scheduler.h"
 #include "session.h"
 
@@ -22,6 +24,9 @@ namespace conveyor {
 struct SessionLimits {
   int max_sessions = 64;
   double idle_timeout_s = 60;
+  // limits.memory_budget_bytes, resolved (its auto is the caller's): the sessions'
+  // memory estimates (session_memory.h) together. The default: no budget.
+  uint64_t memory_budget_bytes = UINT64_MAX;
 };
 
 class SessionManager {
@@ -30,8 +35,11 @@ class SessionManager {
   ~SessionManager();
 
   // `owner` is the caller's identity (Caller::owner), kept by the session for List and
-  // Cancel. INVALID_ARGUMENT for a bad spec, RESOURCE_EXHAUSTED at the session cap,
-  // UNAVAILABLE while draining.
+  // Cancel. INVALID_ARGUMENT for a bad spec, RESOURCE_EXHAUSTED at the session cap or
+  // when the session's memory estimate does not fit in the budget, UNAVAILABLE while
+  // draining. Container input is charged at a provisional size here and at its own once
+  // the decoder has probed it, when a session that no longer fits ends with
+  // RESOURCE_EXHAUSTED before Started (session_memory.h).
   // `unix_peer`: the caller came over a unix socket, so it shares this host and may use
   // shared-memory input (FAILED_PRECONDITION otherwise, or with no attach socket).
   StatusOr<std::shared_ptr<Session>> Create(const v1::JobSpec& spec, std::string owner, bool unix_peer = false);
@@ -46,8 +54,9 @@ class SessionManager {
   Status Ready() const;
   int active() const;
   int max_sessions() const;
-  // Reload: the cap applies to the next Create, the idle timeout to every session at the
-  // reaper's next pass. Sessions already over a lowered cap keep running.
+  // Reload: the cap and the memory budget apply to the next Create, the idle timeout to
+  // every session at the reaper's next pass. Sessions already over a lowered cap or
+  // budget keep running.
   void SetLimits(SessionLimits limits);
   SessionLimits limits() const;
   // Reload: sessions created from now on get `options`; running ones keep theirs.
@@ -72,6 +81,8 @@ class SessionManager {
   // Registered memory for assembling frames (assembly_ring_pool.h): the rings sessions
   // (or their frames still with a worker) hold, and the idle ones kept for the next.
   AssemblyRingPool& assembly_rings() { return *pinned_input_; }
+  // The running sessions' memory charges and the budget they fit in.
+  const MemoryBudget& memory() const { return *memory_; }
 
  private:
   void ReapLoop();
@@ -88,6 +99,8 @@ class SessionManager {
   // comes from the options at construction (a restart changes it).
   std::shared_ptr<AssemblyRingPool> pinned_input_;
   SessionLimits limits_;    // guarded by mu_
+  // Shared with the sessions, which charge their probed size to it (container input).
+  std::shared_ptr<MemoryBudget> memory_;
   std::condition_variable changed_;
   std::map<std::string, std::shared_ptr<Session>> sessions_;
   bool draining_ = false;

@@ -20,6 +20,9 @@ Status Session::BeginOutput(int width, int height, int rate_num, int rate_den, i
   const Orientation carried = turned ? Orientation{} : display.orientation;
   if (turn_.transpose) std::swap(width, height);
   ASSIGN_OR_RETURN(renditions_, ResolveRenditions(job_, width, height, options_.limits));
+  // Container input's size is known now, and within the limits: the session is charged
+  // for it, and ends here, before Started, if that does not fit in the memory budget.
+  if (memory_check_) RETURN_IF_ERROR(memory_check_(EstimateSessionMemory(job_, options_, width, height)));
   if (!carried.identity() && !job_.container_output) {
     for (Rendition& r : renditions_) r.params.exif_orientation = ExifOrientation(carried);
   }

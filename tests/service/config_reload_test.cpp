@@ -47,10 +47,13 @@ class ConfigReloadTest : public ::testing::Test {
 TEST_F(ConfigReloadTest, LimitsAndLogLevelApply) {
   auto r = Start("[limits]\nmax_sessions = 1\n");
   ASSERT_TRUE(r);
-  Rewrite("[server]\nlog_level = \"debug\"\n[limits]\nmax_sessions = 3\nidle_timeout_s = 5\n");
+  Rewrite("[server]\nlog_level = \"debug\"\n[limits]\nmax_sessions = 3\nidle_timeout_s = 5\n"
+          "memory_budget_bytes = 1073741824\n");
   StatusOr<ConfigReload> reload = r->Reload();
   ASSERT_TRUE(reload.ok()) << reload.status().ToString();
   EXPECT_EQ(r->running().max_sessions, 3);
+  EXPECT_EQ(r->running().memory_budget_bytes, 1u << 30);
+  EXPECT_TRUE(Contains(reload->applied, "limits.memory_budget_bytes"));
   EXPECT_EQ(r->running().idle_timeout_s, 5);
   EXPECT_EQ(r->running().log_level, "debug");
   EXPECT_TRUE(Contains(reload->applied, "limits.max_sessions"));

@@ -63,6 +63,7 @@ const char* SessionRejectionName(SessionRejection reason) {
     case SessionRejection::kSessionCap: return "session_cap";
     case SessionRejection::kDraining: return "draining";
     case SessionRejection::kInvalidSpec: return "invalid_spec";
+    case SessionRejection::kMemoryBudget: return "memory_budget";
   }
   return "unknown";
 }
@@ -161,6 +162,15 @@ StatusOr<DaemonMetrics> DaemonMetrics::Create(Registry& r, const BuildInfo& buil
   ASSIGN_OR_RETURN(m.sessions_max_,
                    r.AddCallbackGauge(Spec("conveyor_sessions_max",
                                            "The session cap (limits.max_sessions) in force, reloads included.")));
+  ASSIGN_OR_RETURN(m.sessions_memory_estimate_,
+                   r.AddCallbackGauge(Spec("conveyor_sessions_memory_estimate_bytes",
+                                           "Memory the running sessions are estimated to hold together, from their "
+                                           "jobs and the session bounds: what limits.memory_budget_bytes admits "
+                                           "sessions against.")));
+  ASSIGN_OR_RETURN(m.sessions_memory_budget_,
+                   r.AddCallbackGauge(Spec("conveyor_sessions_memory_budget_bytes",
+                                           "The memory budget in force (limits.memory_budget_bytes, auto resolved), "
+                                           "reloads included; +Inf when sessions are admitted by count only.")));
   ASSIGN_OR_RETURN(m.queue_depth_,
                    r.AddCallbackGauge(Spec("conveyor_queue_depth",
                                            "Frames queued for a worker and not yet started.",
@@ -346,6 +356,14 @@ StatusOr<ScopedCallback> DaemonMetrics::BindDraining(std::function<double()> fn)
 
 StatusOr<ScopedCallback> DaemonMetrics::BindSessionsMax(std::function<double()> fn) {
   return sessions_max_->Bind({}, std::move(fn));
+}
+
+StatusOr<ScopedCallback> DaemonMetrics::BindSessionsMemoryEstimate(std::function<double()> fn) {
+  return sessions_memory_estimate_->Bind({}, std::move(fn));
+}
+
+StatusOr<ScopedCallback> DaemonMetrics::BindSessionsMemoryBudget(std::function<double()> fn) {
+  return sessions_memory_budget_->Bind({}, std::move(fn));
 }
 
 StatusOr<ScopedCallback> DaemonMetrics::BindQueueDepth(const std::string& device, std::function<double()> fn) {

@@ -24,8 +24,8 @@ inline constexpr size_t kFrameFailureCount = 4;
 const char* FrameFailureName(FrameFailure reason);
 
 // The `reason` label of conveyor_sessions_rejected_total.
-enum class SessionRejection { kSessionCap, kDraining, kInvalidSpec };
-inline constexpr size_t kSessionRejectionCount = 3;
+enum class SessionRejection { kSessionCap, kDraining, kInvalidSpec, kMemoryBudget };
+inline constexpr size_t kSessionRejectionCount = 4;
 const char* SessionRejectionName(SessionRejection reason);
 
 // The `code` label of conveyor_sessions_ended_total: gRPC's canonical code names, 0..16
@@ -129,6 +129,10 @@ class DaemonMetrics {
   StatusOr<ScopedCallback> BindReady(std::function<double()> fn);
   StatusOr<ScopedCallback> BindDraining(std::function<double()> fn);
   StatusOr<ScopedCallback> BindSessionsMax(std::function<double()> fn);
+  // Admission by memory: the running sessions' memory estimates together, and the budget
+  // they are admitted against (limits.memory_budget_bytes resolved; +Inf: none).
+  StatusOr<ScopedCallback> BindSessionsMemoryEstimate(std::function<double()> fn);
+  StatusOr<ScopedCallback> BindSessionsMemoryBudget(std::function<double()> fn);
   // `fn`: frames waiting for the device's worker.
   StatusOr<ScopedCallback> BindQueueDepth(const std::string& device, std::function<double()> fn);
 
@@ -172,6 +176,8 @@ class DaemonMetrics {
   CallbackGaugeFamily* ready_ = nullptr;
   CallbackGaugeFamily* draining_ = nullptr;
   CallbackGaugeFamily* sessions_max_ = nullptr;
+  CallbackGaugeFamily* sessions_memory_estimate_ = nullptr;
+  CallbackGaugeFamily* sessions_memory_budget_ = nullptr;
 };
 
 }  // namespace conveyor::metrics

@@ -2,6 +2,8 @@
 #include "observability.h"
 
 #include <chrono>
+#include <cstdint>
+#include <limits>
 
 #include "allocator_tuning.h"
 #include "input_spool.h"
@@ -92,6 +94,15 @@ Status Observability::Serve(const std::string& listen, SessionManager* sessions,
     return static_cast<double>(sessions->max_sessions());
   }));
   bindings_.push_back(std::move(cap));
+  ASSIGN_OR_RETURN(metrics::ScopedCallback estimate, daemon_->BindSessionsMemoryEstimate([sessions] {
+    return static_cast<double>(sessions->memory().charged());
+  }));
+  bindings_.push_back(std::move(estimate));
+  ASSIGN_OR_RETURN(metrics::ScopedCallback budget, daemon_->BindSessionsMemoryBudget([sessions] {
+    const uint64_t bytes = sessions->memory().budget();
+    return bytes == UINT64_MAX ? std::numeric_limits<double>::infinity() : static_cast<double>(bytes);
+  }));
+  bindings_.push_back(std::move(budget));
   ASSIGN_OR_RETURN(metrics::ScopedCallback pinned_in_use, daemon_->BindPinnedInput("in_use", [sessions] {
     return static_cast<double>(sessions->assembly_rings().in_use_bytes());
   }));

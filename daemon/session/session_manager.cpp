@@ -108,7 +108,7 @@ StatusOr<std::shared_ptr<Session>> SessionManager::Create(const v1::JobSpec& spe
   }
   std::string id = NewSessionId();
   if (Status fits = memory_->Reserve(id, EstimateAtAdmission(job, options)); !fits.ok()) {
-    return reject(metrics::SessionRejection::kSessionCap, fits);
+    return reject(metrics::SessionRejection::kMemoryBudget, fits);
   }
   if (counted != nullptr) counted->SessionsStarted().Inc();
   // Container input that may decode on the video engines opens the worker's device.
@@ -125,7 +125,12 @@ StatusOr<std::shared_ptr<Session>> SessionManager::Create(const v1::JobSpec& spe
                                            w.worker->Describe(), w.info);
   if (!attach_key.empty()) session->EnableSharedMemory(shared_memory_socket, std::move(attach_key));
   if (container_input) {
-    session->SetMemoryCheck([memory = memory_, id](const SessionMemoryEstimate& e) { return memory->Resize(id, e); });
+    // A refusal once the size is probed counts as one by the budget too (after the start).
+    session->SetMemoryCheck([memory = memory_, id, counted](const SessionMemoryEstimate& e) {
+      Status fits = memory->Resize(id, e);
+      if (!fits.ok() && counted != nullptr) counted->SessionsRejected(metrics::SessionRejection::kMemoryBudget).Inc();
+      return fits;
+    });
   }
   if (session_job_decodes) {
     DecodeDevices::Device d = decode_devices_.For(lane_index, options.vaapi_device);

@@ -59,6 +59,8 @@ std::string PopulatedScrape(Registry& r) {
   ScopedCallback ready = std::move(m->BindReady([] { return 1.0; }).value());
   ScopedCallback draining = std::move(m->BindDraining([] { return 0.0; }).value());
   ScopedCallback sessions_max = std::move(m->BindSessionsMax([] { return 64.0; }).value());
+  ScopedCallback memory_estimate = std::move(m->BindSessionsMemoryEstimate([] { return 151496704.0; }).value());
+  ScopedCallback memory_budget = std::move(m->BindSessionsMemoryBudget([] { return 262144000.0; }).value());
   for (const char* device : {"cpu", "gpu0"}) {
     DeviceMetrics d = m->ForDevice(device).value();
     d.frames_in->Inc(10);
@@ -81,6 +83,7 @@ std::string PopulatedScrape(Registry& r) {
   m->SessionsStarted().Inc(5);
   m->IdleHeapReleases().Inc(2);
   m->SessionsRejected(SessionRejection::kDraining).Inc();
+  m->SessionsRejected(SessionRejection::kMemoryBudget).Inc(2);
   m->SessionsEnded(StatusCode::kOk).Inc(4);
   m->SessionsEnded(StatusCode::kInvalidArgument).Inc();
   m->SessionDuration().Observe(0.3);
@@ -145,6 +148,9 @@ TEST(DaemonMetrics, FullScrapeHasEveryFamily) {
            "conveyor_ready 1\n",
            "conveyor_draining 0\n",
            "conveyor_sessions_max 64\n",
+           "conveyor_sessions_memory_estimate_bytes 151496704\n",
+           "conveyor_sessions_memory_budget_bytes 262144000\n",
+           "conveyor_sessions_rejected_total{reason=\"memory_budget\"} 2\n",
        }) {
     EXPECT_NE(text.find(line), std::string::npos) << "missing: " << line << "in:\n" << text;
   }

@@ -2,7 +2,8 @@
 // small raw sessions are admitted beside each other while a 4K one is refused with
 // RESOURCE_EXHAUSTED naming the budget; container input is admitted at its provisional
 // size and refused once probing shows a size that does not fit; a reload that raises the
-// budget admits both. The estimates are worked out in tests/session/session_memory_test.
+// budget admits both. The metrics show the estimates' sum, the budget and the refusals.
+// The estimates are worked out in tests/session/session_memory_test.
 #include <signal.h>
 
 #include <gtest/gtest.h>
@@ -52,16 +53,24 @@ TEST(MemoryBudget, RefusesSessionsPastTheBudgetAndAReloadThatRaisesItAdmitsThem)
   std::unique_ptr<e2e::DaemonProcess> daemon;
   {
     StderrToFile capture(log);
-    daemon = std::make_unique<e2e::DaemonProcess>(std::vector<std::string>{"--config", config, "--log-level", "info"});
+    daemon = std::make_unique<e2e::DaemonProcess>(
+        std::vector<std::string>{"--config", config, "--log-level", "info", "--metrics-listen", "127.0.0.1:0"});
   }
   ASSERT_TRUE(daemon->ready()) << ReadText(log);
   auto stub = v1::Transcoder::NewStub(daemon->Channel());
+  const int port = daemon->metrics_port();
+  const std::string refusals = "conveyor_sessions_rejected_total{reason=\"memory_budget\"}";
+  EXPECT_EQ(ScrapeSample(port, "conveyor_sessions_memory_budget_bytes"), 250 << 20);
+  EXPECT_EQ(ScrapeSample(port, "conveyor_sessions_memory_estimate_bytes"), 0);
 
   {
     // 96x64 RGB: about 72 MiB each, 64 MiB of them the output bound.
     HeldSession first(stub.get(), 96, 64);
     HeldSession second(stub.get(), 96, 64);
     ASSERT_TRUE(WaitForActiveSessions(stub.get(), 2, 10));
+    // 10 frames of 96 x 64 x 3, the 64 MiB output bound with 5 JPEGs of 96 x 64 x 1.5 +
+    // 4096, and 8 MiB: 75748352 bytes each.
+    EXPECT_EQ(ScrapeSample(port, "conveyor_sessions_memory_estimate_bytes"), 2 * 75748352.0);
     const e2e::TranscodeOutcome refused = e2e::RunTranscode(stub.get(), Raw4kCall(nullptr));
     EXPECT_EQ(refused.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.status.error_message();
     const std::string why = refused.status.error_message();
@@ -69,6 +78,7 @@ TEST(MemoryBudget, RefusesSessionsPastTheBudgetAndAReloadThatRaisesItAdmitsThem)
               std::string::npos)
         << why;
     EXPECT_FALSE(refused.started);
+    EXPECT_EQ(ScrapeSample(port, refusals), 1);
     // A third small one still fits: 217 of 250 MiB.
     HeldSession third(stub.get(), 96, 64);
     ASSERT_TRUE(WaitForActiveSessions(stub.get(), 3, 10));
@@ -89,6 +99,8 @@ TEST(MemoryBudget, RefusesSessionsPastTheBudgetAndAReloadThatRaisesItAdmitsThem)
             std::string::npos)
       << probed.status.error_message();
   EXPECT_FALSE(probed.started);
+  EXPECT_EQ(ScrapeSample(port, refusals), 2);
+  EXPECT_TRUE(WaitUntil([&] { return ScrapeSample(port, "conveyor_sessions_memory_estimate_bytes") == 0; }, 10));
 
   WriteText(config, Config(1024));
   ASSERT_EQ(kill(daemon->pid(), SIGHUP), 0);
@@ -99,6 +111,7 @@ TEST(MemoryBudget, RefusesSessionsPastTheBudgetAndAReloadThatRaisesItAdmitsThem)
       },
       10))
       << ReadText(log);
+  EXPECT_EQ(ScrapeSample(port, "conveyor_sessions_memory_budget_bytes"), 1024.0 * (1 << 20));
 
   const std::vector<uint8_t> frame(3840u * 2160 * 3, 128);
   const e2e::TranscodeOutcome large = e2e::RunTranscode(stub.get(), Raw4kCall(&frame));

@@ -6,9 +6,7 @@
 #include <stdlib.h>
 
 #include <gtest/gtest.h>
-#include <httplib.h>
 
-#include <cmath>
 #include <ctime>
 #include <memory>
 #include <string>
@@ -18,20 +16,6 @@
 
 namespace conveyor::service_test {
 namespace {
-
-// The value of the unlabelled series `name` in a scrape of 127.0.0.1:`port`; NaN when
-// the scrape fails or has no such series.
-double Scrape(int port, const std::string& name) {
-  httplib::Client client("127.0.0.1", port);
-  client.set_connection_timeout(2);
-  client.set_read_timeout(5);
-  auto r = client.Get("/metrics");
-  if (!r || r->status != 200) return std::nan("");
-  const std::string key = "\n" + name + " ";
-  const size_t at = ("\n" + r->body).find(key);
-  if (at == std::string::npos) return std::nan("");
-  return std::stod(r->body.substr(at + key.size() - 1));
-}
 
 struct Command {
   int rc = -1;
@@ -90,8 +74,8 @@ TEST(ReloadOutcome, ARefusedReloadFailsTheReloadCommandAndShowsInStatusAndMetric
   auto stub = v1::Transcoder::NewStub(daemon->Channel());
 
   // The config read at start is the first load, and it succeeded.
-  EXPECT_EQ(Scrape(port, "conveyor_config_last_reload_successful"), 1);
-  EXPECT_GE(Scrape(port, "conveyor_config_last_reload_timestamp_seconds"), started - 5);
+  EXPECT_EQ(ScrapeSample(port, "conveyor_config_last_reload_successful"), 1);
+  EXPECT_GE(ScrapeSample(port, "conveyor_config_last_reload_timestamp_seconds"), started - 5);
 
   // A file that does not validate: refused, and everyone who asks can tell.
   WriteText(config, "[limits]\nmax_sessions = \"many\"\n");
@@ -100,8 +84,8 @@ TEST(ReloadOutcome, ARefusedReloadFailsTheReloadCommandAndShowsInStatusAndMetric
   const Command refused = RunReload(dir, runtime_dir, daemon->pid());
   EXPECT_EQ(refused.rc, 1) << refused.err;
   EXPECT_NE(refused.err.find("limits.max_sessions"), std::string::npos) << refused.err;
-  EXPECT_EQ(Scrape(port, "conveyor_config_last_reload_successful"), 0);
-  EXPECT_GE(Scrape(port, "conveyor_config_last_reload_timestamp_seconds"), refused_at - 1);
+  EXPECT_EQ(ScrapeSample(port, "conveyor_config_last_reload_successful"), 0);
+  EXPECT_GE(ScrapeSample(port, "conveyor_config_last_reload_timestamp_seconds"), refused_at - 1);
   const std::vector<NotifySocket::Message> ready = MessagesWith(notify, "READY=1");
   ASSERT_FALSE(ready.empty());
   EXPECT_NE(NotifyValue(ready.back().text, "STATUS").find("reload refused"), std::string::npos)
@@ -127,7 +111,7 @@ TEST(ReloadOutcome, ARefusedReloadFailsTheReloadCommandAndShowsInStatusAndMetric
   EXPECT_EQ(applied.rc, 0) << applied.err;
   ASSERT_TRUE(GetStatus(stub.get(), &st));
   EXPECT_EQ(st.max_sessions(), 3u) << "the reload command returns once the reload is done";
-  EXPECT_EQ(Scrape(port, "conveyor_config_last_reload_successful"), 1);
+  EXPECT_EQ(ScrapeSample(port, "conveyor_config_last_reload_successful"), 1);
   const size_t after_success = notify.messages().size();
   EXPECT_TRUE(WaitUntil([&] { return StatusLinesFrom(notify, after_success).size() >= 1; }, 5));
   EXPECT_FALSE(AnyHas(StatusLinesFrom(notify, after_success), "reload refused"));

@@ -9,10 +9,14 @@
 
 #include <stdlib.h>
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+
+#include <httplib.h>
 
 #include "synthetic_frame.h"
 
@@ -145,6 +149,18 @@ bool CanConnectUnix(const std::string& path) {
   const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
   close(fd);
   return ok;
+}
+
+double ScrapeSample(int port, const std::string& series) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_connection_timeout(2);
+  client.set_read_timeout(5);
+  auto r = client.Get("/metrics");
+  if (!r || r->status != 200) return std::nan("");
+  const std::string key = "\n" + series + " ";
+  const size_t at = ("\n" + r->body).find(key);
+  if (at == std::string::npos) return std::nan("");
+  return std::strtod(r->body.c_str() + at + key.size() - 1, nullptr);
 }
 
 const char* const kUnitPath = CONVEYOR_SOURCE_DIR "/deploy/systemd/conveyord.service";

@@ -72,6 +72,10 @@ bool ExitedWithin(pid_t pid, double timeout_s);
 // Whether a stream socket connect() to the unix socket `path` succeeds now.
 bool CanConnectUnix(const std::string& path);
 
+// The value of `series` (its name and labels as exposed) in a scrape of the metrics
+// endpoint on 127.0.0.1:`port`; NaN when the scrape fails or has no such series.
+double ScrapeSample(int port, const std::string& series);
+
 // ---- deploy/systemd/conveyord.service ----
 
 extern const char* const kUnitPath;

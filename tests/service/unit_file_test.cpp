@@ -155,6 +155,32 @@ TEST(UnitFile, LimitMemlockCoversTheDefaultPinnedBudgets) {
   EXPECT_GE(limit, defaults.pinned_input_bytes + 8 * per_gpu) << text;
 }
 
+// MemoryMax is a share of the host's memory, so that the auto memory budget (3/4 of the
+// cgroup's limit) leaves the daemon's memory outside sessions and the host their share;
+// TasksMax covers the threads of the default session cap, each session with FFmpeg's
+// most decode threads, and the daemon's own at 256 hardware threads.
+TEST(UnitFile, MemoryMaxAndTasksMaxFitTheDefaultBudgetAndThreads) {
+  const std::map<std::string, std::string> keys = ServiceKeys(ReadText(kUnitPath));
+  ASSERT_TRUE(keys.count("MemoryMax"));
+  const std::string memory = keys.at("MemoryMax");
+  ASSERT_EQ(memory.back(), '%') << memory;
+  const double percent = std::strtod(memory.c_str(), nullptr);
+  EXPECT_GE(percent, 50) << memory;
+  EXPECT_LE(percent, 90) << "leave the host some of its memory: " << memory;
+  EXPECT_EQ(config::DaemonConfig{}.memory_budget_bytes, 0u) << "the default budget is auto, a share of MemoryMax";
+
+  ASSERT_TRUE(keys.count("TasksMax"));
+  char* end = nullptr;
+  const unsigned long tasks = std::strtoul(keys.at("TasksMax").c_str(), &end, 10);
+  ASSERT_EQ(*end, '\0') << "a number, not a share: " << keys.at("TasksMax");
+  const unsigned long per_session = 2 + 16;     // pipeline and output threads, FFmpeg's most
+  const unsigned long connections = 129 + 65;   // HTTP and attach: listener and connections
+  const unsigned long host_threads = 2 * 256;   // CPU worker and gRPC, one a hardware thread
+  const unsigned long own = 4 * 8 + 16;         // GPU workers (8 GPUs) and the daemon's own
+  EXPECT_GE(tasks, static_cast<unsigned long>(config::DaemonConfig{}.max_sessions) * per_session + connections +
+                       host_threads + own);
+}
+
 // A wrong config file exits 2, and RestartPreventExitStatus=2 keeps systemd from starting
 // it again every RestartSec; failures at run time exit 1 and are restarted.
 TEST(UnitFile, AConfigErrorExitsWithTheStatusThatStopsRestarts) {

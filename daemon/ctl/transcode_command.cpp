@@ -132,6 +132,11 @@ Status RunTranscode(const ClientOptions& client, const TranscodeOptions& options
       spec.mutable_container()->set_size(*size);
     }
   }
+  // A file can be written anywhere: the daemon then finishes the container as the ffmpeg
+  // CLI does (duration, index). stdout takes live output.
+  if (spec.output().has_container() && options.output != "-") {
+    spec.mutable_output()->mutable_container()->set_seekable(true);
+  }
   ReadRequests requests;
 
   std::unique_ptr<JpegFrameWriter> jpeg;

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cmath>
@@ -190,8 +191,13 @@ Status ContainerWriter::Add(const v1::ContainerChunk& c) {
     return Internal("the server sent container bytes for rendition " + std::to_string(r) +
                     " of " + std::to_string(files_.size()));
   }
-  bytes_[r] += c.data().size();
   if (output_ == "-") {
+    // Live output to a stream: each chunk follows the last.
+    if (c.offset() != bytes_[r]) {
+      return Internal("the server sent bytes for offset " + std::to_string(c.offset()) + " of a stream at " +
+                      std::to_string(bytes_[r]));
+    }
+    bytes_[r] += c.data().size();
     stdout_->write(c.data().data(), static_cast<std::streamsize>(c.data().size()));
     if (!*stdout_) return FailedPrecondition("cannot write to stdout");
     return OkStatus();
@@ -201,9 +207,20 @@ Status ContainerWriter::Add(const v1::ContainerChunk& c) {
     ASSIGN_OR_RETURN(auto created, CreateTemporaryBeside(path));
     std::tie(files_[r], temp_paths_[r]) = created;
   }
+  // Seekable output: the muxer goes back to finish its header and index.
+  if (c.offset() > ends_[r]) {
+    return Internal("the server sent bytes for offset " + std::to_string(c.offset()) + " past the end (" +
+                    std::to_string(ends_[r]) + ") of " + path);
+  }
+  if (c.offset() != positions_[r] && fseeko(files_[r], static_cast<off_t>(c.offset()), SEEK_SET) != 0) {
+    return FailedPrecondition(ErrnoText("cannot seek in " + path));
+  }
   if (std::fwrite(c.data().data(), 1, c.data().size(), files_[r]) != c.data().size()) {
     return FailedPrecondition(ErrnoText("cannot write " + path));
   }
+  positions_[r] = c.offset() + c.data().size();
+  ends_[r] = std::max(ends_[r], positions_[r]);
+  bytes_[r] = ends_[r];
   return OkStatus();
 }
 

@@ -68,8 +68,9 @@ class JpegFrameWriter {
   uint64_t bytes_ = 0;
 };
 
-// Appends each rendition's container bytes to a hidden temporary file beside its output
-// (or to stdout), opened at its first chunk, so a call refused up front creates nothing.
+// Writes each rendition's container bytes, each chunk at its offset, to a hidden temporary
+// file beside its output (or appends them to stdout, where only live output can go),
+// opened at its first chunk, so a call refused up front creates nothing.
 // Finish() renames each into place; a writer destroyed before that (the call failed)
 // deletes them, or with `keep_partial` renames what was written into place as the ffmpeg
 // CLI leaves it.
@@ -82,6 +83,8 @@ class ContainerWriter {
         files_(renditions),
         temp_paths_(renditions),
         bytes_(renditions, 0),
+        positions_(renditions, 0),
+        ends_(renditions, 0),
         stdout_(stdout_stream),
         keep_partial_(keep_partial) {}
   ~ContainerWriter();
@@ -99,7 +102,9 @@ class ContainerWriter {
   std::string extension_;
   std::vector<FILE*> files_;  // null until the rendition's first chunk
   std::vector<std::string> temp_paths_;
-  std::vector<uint64_t> bytes_;
+  std::vector<uint64_t> bytes_;      // each rendition's size so far
+  std::vector<uint64_t> positions_;  // where each file's next write goes
+  std::vector<uint64_t> ends_;       // each file's size
   std::ostream* stdout_;
   const bool keep_partial_;
   bool finished_ = false;

@@ -1,9 +1,12 @@
 // ContainerMuxer: one MJPEG video stream (and optionally one copied audio stream) written
-// with libavformat into a write-only, non-seekable AVIOContext that forwards to the sink.
+// with libavformat into a write-only AVIOContext that forwards to the sink: non-seekable
+// for live output, seekable (offsets tracked here) for a sink that writes a file.
 #include "muxer.h"
 
 #include "display_orientation.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <string>
 
@@ -34,13 +37,26 @@ bool ValidRational(AVRational r) { return r.num > 0 && r.den > 0; }
 
 const char* ContainerFormatName(ContainerFormat f) { return MuxerName(f); }
 
-ContainerMuxer::ContainerMuxer(const MuxerOptions& options, Sink sink)
-    : options_(options), sink_(std::move(sink)) {}
+ContainerMuxer::ContainerMuxer(const MuxerOptions& options, OffsetSink sink, bool seekable)
+    : options_(options), sink_(std::move(sink)), seekable_(seekable) {}
 
 ContainerMuxer::~ContainerMuxer() = default;
 
 StatusOr<std::unique_ptr<ContainerMuxer>> ContainerMuxer::Open(const MuxerOptions& options, Sink sink) {
   if (!sink) return InvalidArgument("ContainerMuxer: no sink");
+  return OpenWith(
+      options, [sink = std::move(sink)](uint64_t, const uint8_t* data, size_t size) { return sink(data, size); },
+      false);
+}
+
+StatusOr<std::unique_ptr<ContainerMuxer>> ContainerMuxer::OpenSeekable(const MuxerOptions& options,
+                                                                       OffsetSink sink) {
+  if (!sink) return InvalidArgument("ContainerMuxer: no sink");
+  return OpenWith(options, std::move(sink), true);
+}
+
+StatusOr<std::unique_ptr<ContainerMuxer>> ContainerMuxer::OpenWith(const MuxerOptions& options, OffsetSink sink,
+                                                                   bool seekable) {
   if (options.width <= 0 || options.height <= 0 || options.width > 65535 || options.height > 65535) {
     return InvalidArgument("ContainerMuxer: bad frame size " + std::to_string(options.width) + "x" +
                            std::to_string(options.height));
@@ -53,7 +69,7 @@ StatusOr<std::unique_ptr<ContainerMuxer>> ContainerMuxer::Open(const MuxerOption
     return InvalidArgument("ContainerMuxer: audio passthrough needs audio_time_base");
   }
   if (options.avio_buffer_bytes < 4096) return InvalidArgument("ContainerMuxer: avio_buffer_bytes < 4096");
-  std::unique_ptr<ContainerMuxer> m(new ContainerMuxer(options, std::move(sink)));
+  std::unique_ptr<ContainerMuxer> m(new ContainerMuxer(options, std::move(sink), seekable));
   RETURN_IF_ERROR(m->Init());
   return m;
 }
@@ -62,10 +78,30 @@ int ContainerMuxer::WriteCallback(void* opaque, uint8_t* buf, int size) {
   auto* self = static_cast<ContainerMuxer*>(opaque);
   if (!self->sink_status_.ok()) return AVERROR_EXTERNAL;
   if (size <= 0) return 0;
-  self->sink_status_ = self->sink_(buf, static_cast<size_t>(size));
+  self->sink_status_ = self->sink_(self->position_, buf, static_cast<size_t>(size));
   if (!self->sink_status_.ok()) return AVERROR_EXTERNAL;
   self->bytes_written_ += static_cast<uint64_t>(size);
+  self->position_ += static_cast<uint64_t>(size);
+  self->size_ = std::max(self->size_, self->position_);
   return size;
+}
+
+// Called by the AVIOContext after it has flushed its buffer: moves where the next write
+// goes. Only a seekable muxer has it.
+int64_t ContainerMuxer::SeekCallback(void* opaque, int64_t offset, int whence) {
+  auto* self = static_cast<ContainerMuxer*>(opaque);
+  int64_t target = 0;
+  switch (whence & ~AVSEEK_FORCE) {
+    case AVSEEK_SIZE: return static_cast<int64_t>(self->size_);
+    case SEEK_SET: target = offset; break;
+    case SEEK_CUR: target = static_cast<int64_t>(self->position_) + offset; break;
+    case SEEK_END: target = static_cast<int64_t>(self->size_) + offset; break;
+    default: return AVERROR(EINVAL);
+  }
+  // Past the end would leave a hole the client's file fills with zeros; no muxer asks it.
+  if (target < 0 || target > static_cast<int64_t>(self->size_)) return AVERROR(EINVAL);
+  self->position_ = static_cast<uint64_t>(target);
+  return target;
 }
 
 Status ContainerMuxer::Failure(int err, const char* call) const {
@@ -80,9 +116,9 @@ Status ContainerMuxer::Init() {
   if (err < 0 || raw == nullptr)
     return FfmpegError(err < 0 ? err : AVERROR_MUXER_NOT_FOUND, "avformat_alloc_output_context2");
   format_.reset(raw);
-  ASSIGN_OR_RETURN(avio_,
-                   AllocAvio(options_.avio_buffer_bytes, true, this, nullptr, &WriteCallback, nullptr));
-  avio_->seekable = 0;
+  ASSIGN_OR_RETURN(avio_, AllocAvio(options_.avio_buffer_bytes, true, this, nullptr, &WriteCallback,
+                                    seekable_ ? &SeekCallback : nullptr));
+  avio_->seekable = seekable_ ? AVIO_SEEKABLE_NORMAL : 0;
   format_->pb = avio_.get();
   format_->flags |= AVFMT_FLAG_CUSTOM_IO;
   ASSIGN_OR_RETURN(packet_, AllocPacket());
@@ -124,7 +160,7 @@ Status ContainerMuxer::Init() {
 
   // The muxer consumes the options it knows and leaves the rest in place.
   Dictionaries opts;
-  if (options_.format == ContainerFormat::kMov) {
+  if (options_.format == ContainerFormat::kMov && !seekable_) {
     err = av_dict_set(&opts[0], "movflags", "frag_keyframe+empty_moov+default_base_moof", 0);
     if (err < 0) return FfmpegError(err, "av_dict_set(movflags)");
   }

@@ -1,7 +1,12 @@
 // ContainerMuxer: wraps the encoder's JPEG frames (and, optionally, the input's audio
 // packets, untouched) into Matroska, MOV or AVI, written through a write-only AVIOContext
 // whose bytes go to a caller's sink as they are produced, i.e. straight back to a client.
-// The output is never seekable, which shapes each container (see ContainerFormat).
+// Live output goes front to back, which shapes each container (see ContainerFormat). A
+// client that writes a file it can seek in takes seekable output instead (OpenSeekable):
+// the bytes come with their offset, and the muxer goes back to finish what it needs to,
+// as when the ffmpeg CLI writes a file: Matroska's duration, cues and seek head, a plain
+// MOV (one mdat, moov after it, as ffmpeg writes without +faststart: moving moov to the
+// front means reading the file back), AVI's idx1 index and frame counts.
 #pragma once
 
 #include <cstddef>
@@ -19,7 +24,7 @@ namespace conveyor::media {
 enum class ContainerFormat : uint8_t {
   // Matroska: written live (no cues, no duration in the header; clusters as they close).
   kMatroska,
-  // MOV, fragmented: movflags frag_keyframe+empty_moov+default_base_moof. A plain MOV
+  // Live MOV is fragmented: movflags frag_keyframe+empty_moov+default_base_moof. A plain MOV
   // needs to seek back to write moov; a fragmented one starts with an empty moov and then
   // one moof+mdat per fragment. Every JPEG frame is a keyframe, so each frame is a fragment
   // (about 100 bytes of moof per frame) and reaches the sink as soon as the next frame is
@@ -57,9 +62,14 @@ class ContainerMuxer {
   // Receives the container's bytes in order. A non-OK return fails the write that
   // produced them, and every later one.
   using Sink = std::function<Status(const uint8_t* data, size_t size)>;
+  // Receives bytes to be written at `offset` of the file: mostly where the last ended,
+  // sometimes back over bytes already written (a header, a size field).
+  using OffsetSink = std::function<Status(uint64_t offset, const uint8_t* data, size_t size)>;
 
   // Writes the container header (to the sink, possibly on the first frame's flush).
   static StatusOr<std::unique_ptr<ContainerMuxer>> Open(const MuxerOptions& options, Sink sink);
+  // The same into a file the sink can seek in: the container as the ffmpeg CLI writes it.
+  static StatusOr<std::unique_ptr<ContainerMuxer>> OpenSeekable(const MuxerOptions& options, OffsetSink sink);
 
   ContainerMuxer(const ContainerMuxer&) = delete;
   ContainerMuxer& operator=(const ContainerMuxer&) = delete;
@@ -77,16 +87,22 @@ class ContainerMuxer {
   uint64_t bytes_written() const { return bytes_written_; }
 
  private:
-  explicit ContainerMuxer(const MuxerOptions& options, Sink sink);
+  ContainerMuxer(const MuxerOptions& options, OffsetSink sink, bool seekable);
+  static StatusOr<std::unique_ptr<ContainerMuxer>> OpenWith(const MuxerOptions& options, OffsetSink sink,
+                                                           bool seekable);
   Status Init();
   Status Write(AVPacket* packet, const char* call);
   Status Failure(int err, const char* call) const;
   static int WriteCallback(void* opaque, uint8_t* buf, int size);
+  static int64_t SeekCallback(void* opaque, int64_t offset, int whence);
 
   const MuxerOptions options_;
-  Sink sink_;
+  OffsetSink sink_;
+  const bool seekable_;
   Status sink_status_;
-  uint64_t bytes_written_ = 0;
+  uint64_t bytes_written_ = 0;  // all the sink was given, rewrites included
+  uint64_t position_ = 0;       // where the next write goes
+  uint64_t size_ = 0;           // the file's size: the furthest any write reached
 
   AvioContextPtr avio_;  // declared first: freed after the format context
   OutputFormatPtr format_;

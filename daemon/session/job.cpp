@@ -141,6 +141,7 @@ StatusOr<Job> ParseJobSpec(const v1::JobSpec& spec, const JobLimits& limits) {
       case v1::CONTAINER_FORMAT_AVI: job.container = media::ContainerFormat::kAvi; break;
       default: return InvalidArgument("spec.output.container.format: unknown value");
     }
+    job.container_seekable = spec.output().container().seekable();
   }
   if (spec.has_output() && spec.output().has_frames()) {
     const uint32_t slots = spec.output().frames().shared_memory_slots();

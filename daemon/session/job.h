@@ -49,6 +49,9 @@ struct Job {
   bool container_output = false;
   int output_shared_slots = 0;  // > 0: JPEGs go into shared-memory slots (shared_jpegs.h)
   media::ContainerFormat container = media::ContainerFormat::kMatroska;
+  // The client writes each chunk at its offset (ContainerOutput.seekable): the muxer goes
+  // back to finish the container (ContainerMuxer::OpenSeekable).
+  bool container_seekable = false;
   bool audio = false;
   bool autorotate = true;  // JobSpec.autorotate (absent: true)
   enum class Deinterlace { kAuto, kOn, kOff } deinterlace = Deinterlace::kAuto;  // JobSpec.deinterlace

@@ -99,17 +99,26 @@ Status Session::BeginOutput(int width, int height, int rate_num, int rate_den, i
     mo.audio = audio;
     mo.audio_time_base = audio_time_base;
     const uint32_t index = static_cast<uint32_t>(i);
-    auto sink = [this, index](const uint8_t* data, size_t size) -> Status {
+    auto sink = [this, index](uint64_t offset, const uint8_t* data, size_t size) -> Status {
       v1::TranscodeResponse chunk;
       chunk.mutable_container_chunk()->set_rendition(index);
       chunk.mutable_container_chunk()->set_data(data, size);
+      chunk.mutable_container_chunk()->set_offset(offset);
       bytes_out_ += size;
       meter_.BytesOut(size);
       Send(std::move(chunk));
       return OkStatus();
     };
-    ASSIGN_OR_RETURN(std::unique_ptr<media::ContainerMuxer> m, media::ContainerMuxer::Open(mo, sink));
-    muxers_.push_back(std::move(m));
+    StatusOr<std::unique_ptr<media::ContainerMuxer>> m =
+        job_.container_seekable
+            ? media::ContainerMuxer::OpenSeekable(mo, sink)
+            : media::ContainerMuxer::Open(mo, [sink, at = uint64_t{0}](const uint8_t* data, size_t size) mutable {
+                const Status sent = sink(at, data, size);
+                at += size;
+                return sent;
+              });
+    RETURN_IF_ERROR(m.status());
+    muxers_.push_back(std::move(m).value());
   }
   return OkStatus();
 }

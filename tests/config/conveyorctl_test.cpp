@@ -48,10 +48,11 @@ v1::TranscodeResponse Packet(uint32_t rendition, uint64_t frame, const std::stri
   return r;
 }
 
-v1::TranscodeResponse Chunk(uint32_t rendition, const std::string& data) {
+v1::TranscodeResponse Chunk(uint32_t rendition, const std::string& data, uint64_t offset) {
   v1::TranscodeResponse r;
   r.mutable_container_chunk()->set_rendition(rendition);
   r.mutable_container_chunk()->set_data(data);
+  r.mutable_container_chunk()->set_offset(offset);
   return r;
 }
 
@@ -345,7 +346,7 @@ std::vector<std::string> Leftovers(const std::string& dir, const std::vector<std
 
 TEST_F(ConveyorctlTest, AFailedCallLeavesNothingUnlessAskedToKeepIt) {
   WriteWholeFile(Path("in.mp4"), "container");
-  fake_.responses = {Started(), Chunk(0, "abc"), Chunk(1, "12")};
+  fake_.responses = {Started(), Chunk(0, "abc", 0), Chunk(1, "12", 0)};
   fake_.status = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "input: broken");
   EXPECT_EQ(Run({"transcode", Path("in.mp4"), "-o", Path("out.mkv"), "--container", "mkv", "--rendition", "64x48",
                  "--rendition", "32x24"}),
@@ -356,7 +357,7 @@ TEST_F(ConveyorctlTest, AFailedCallLeavesNothingUnlessAskedToKeepIt) {
   EXPECT_EQ(Leftovers(dir_.path(), {}), std::vector<std::string>{});
 
   // --keep-partial: what came, under the final names, as the ffmpeg CLI leaves it.
-  fake_.responses = {Started(), Chunk(0, "abc"), Chunk(1, "12")};
+  fake_.responses = {Started(), Chunk(0, "abc", 0), Chunk(1, "12", 0)};
   EXPECT_EQ(Run({"transcode", Path("in.mp4"), "-o", Path("out.mkv"), "--container", "mkv", "--rendition", "64x48",
                  "--rendition", "32x24", "--keep-partial"}),
             kExitFailed);
@@ -388,7 +389,7 @@ TEST_F(ConveyorctlTest, TheDaemonsOwnUnavailableGetsNoHintAboutListening) {
 
 TEST_F(ConveyorctlTest, ContainerOutputGoesToOneFilePerRendition) {
   WriteWholeFile(Path("in.mp4"), "container");
-  fake_.responses = {Started(), Chunk(0, "abc"), Chunk(1, "12"), Chunk(0, "def"), Summary()};
+  fake_.responses = {Started(), Chunk(0, "abc", 0), Chunk(1, "12", 0), Chunk(0, "def", 3), Summary()};
   ASSERT_EQ(Run({"transcode", Path("in.mp4"), "-o", Path("out.mkv"), "--container", "mkv",
                  "--rendition", "64x48", "--rendition", "32x24", "--audio", "--strict"}),
             0)
@@ -405,7 +406,7 @@ TEST_F(ConveyorctlTest, ContainerOutputGoesToOneFilePerRendition) {
 
 TEST_F(ConveyorctlTest, ContainerOutputToStdout) {
   WriteWholeFile(Path("in.mp4"), "container");
-  fake_.responses = {Started(), Chunk(0, "abc"), Chunk(0, "def"), Summary()};
+  fake_.responses = {Started(), Chunk(0, "abc", 0), Chunk(0, "def", 3), Summary()};
   ASSERT_EQ(Run({"transcode", Path("in.mp4"), "-o", "-", "--container", "avi", "--no-autorotate", "--deinterlace",
                  "off"}),
             0)
@@ -416,6 +417,22 @@ TEST_F(ConveyorctlTest, ContainerOutputToStdout) {
   EXPECT_EQ(out_, "abcdef");  // nothing but the container
   EXPECT_NE(err_.find("session s-1"), std::string::npos) << err_;
   EXPECT_EQ(fake_.Requests()[0].spec().output().container().format(), v1::CONTAINER_FORMAT_AVI);
+  EXPECT_FALSE(fake_.Requests()[0].spec().output().container().seekable()) << "stdout takes live output";
+}
+
+// A file is written at each chunk's offset: the daemon goes back to finish its container.
+TEST_F(ConveyorctlTest, AContainerFileIsSeekableOutputWrittenAtEachOffset) {
+  WriteWholeFile(Path("in.mp4"), "container");
+  fake_.responses = {Started(), Chunk(0, "abcdef", 0), Chunk(0, "XY", 1), Chunk(0, "gh", 6), Summary()};
+  ASSERT_EQ(Run({"transcode", Path("in.mp4"), "-o", Path("out.mov")}), 0) << err_;
+  EXPECT_TRUE(fake_.Requests()[0].spec().output().container().seekable());
+  EXPECT_EQ(fake_.Requests()[0].spec().output().container().format(), v1::CONTAINER_FORMAT_MOV);
+  EXPECT_EQ(ReadWholeFile(Path("out.mov")), "aXYdefgh");
+  // Past the end would leave a hole: the server is wrong, and the file is not kept.
+  fake_.responses = {Started(), Chunk(0, "abc", 0), Chunk(0, "d", 5), Summary()};
+  EXPECT_EQ(Run({"transcode", Path("in.mp4"), "-o", Path("hole.mov")}), kExitFailed);
+  EXPECT_NE(err_.find("past the end"), std::string::npos) << err_;
+  EXPECT_FALSE(std::filesystem::exists(Path("hole.mov")));
 }
 
 TEST_F(ConveyorctlTest, ServerErrorsBecomeExitCodeAndMessage) {

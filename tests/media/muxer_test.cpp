@@ -6,7 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <sstream>
 
 #include "cpu_encoder.h"
 #include "demux_decoder.h"
@@ -54,9 +57,10 @@ struct Transcoded {
   size_t bytes_before_finish = 0;  // what reached the sink before Finish()
 };
 
-// input file -> ContainerDecoder -> FrameConverter -> CpuJpegEncoder -> ContainerMuxer -> bytes
+// input file -> ContainerDecoder -> FrameConverter -> CpuJpegEncoder -> ContainerMuxer -> bytes;
+// `seekable`: into a file the sink writes at each chunk's offset (OpenSeekable).
 Transcoded Transcode(const std::string& input, MuxerOptions options, bool audio,
-                     const std::string& out_name) {
+                     const std::string& out_name, bool seekable = false) {
   Transcoded t;
   std::vector<uint8_t> output;
   std::unique_ptr<ContainerMuxer> muxer;
@@ -67,6 +71,13 @@ Transcoded Transcode(const std::string& input, MuxerOptions options, bool audio,
   auto sink = [&](const uint8_t* data, size_t size) -> Status {
     ++t.sink_calls;
     output.insert(output.end(), data, data + size);
+    return OkStatus();
+  };
+  auto offset_sink = [&](uint64_t offset, const uint8_t* data, size_t size) -> Status {
+    ++t.sink_calls;
+    if (offset > output.size()) return conveyor::Internal("a write past the end leaves a hole");
+    if (offset + size > output.size()) output.resize(offset + size);
+    std::copy(data, data + size, output.begin() + static_cast<std::ptrdiff_t>(offset));
     return OkStatus();
   };
   DecodeSetup setup;
@@ -80,7 +91,11 @@ Transcoded Transcode(const std::string& input, MuxerOptions options, bool audio,
       options.audio = decoder.audio()->codecpar;
       options.audio_time_base = decoder.audio()->time_base;
     }
-    ASSIGN_OR_RETURN(muxer, ContainerMuxer::Open(options, sink));
+    if (seekable) {
+      ASSIGN_OR_RETURN(muxer, ContainerMuxer::OpenSeekable(options, offset_sink));
+    } else {
+      ASSIGN_OR_RETURN(muxer, ContainerMuxer::Open(options, sink));
+    }
     if (audio) decoder.SetAudioSink([&](const AVPacket& p) { return muxer->WriteAudio(p); });
     return OkStatus();
   };
@@ -154,6 +169,69 @@ TEST_P(MuxContainer, OutputDecodesToEveryFrameWithItsTimestamps) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, MuxContainer,
+                         ::testing::Values(ContainerFormat::kMatroska, ContainerFormat::kMov,
+                                           ContainerFormat::kAvi),
+                         [](const ::testing::TestParamInfo<ContainerFormat>& p) {
+                           return std::string(conveyor::media::ContainerFormatName(p.param));
+                         });
+
+// The video packets of `path`: their md5 sums, in order (ffmpeg -c copy -f framemd5).
+std::vector<std::string> PacketSums(const std::string& path) {
+  auto text = media_test::RunTool({"/usr/bin/ffmpeg", "-v", "error", "-i", path, "-map", "0:v", "-c", "copy", "-f", "framemd5", "-"});
+  std::vector<std::string> sums;
+  if (!text.ok()) return sums;
+  std::istringstream in(*text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line[0] != '#') sums.push_back(line.substr(line.rfind(',') + 1));
+  }
+  return sums;
+}
+
+bool Holds(const std::vector<uint8_t>& file, const std::string& bytes) {
+  return std::search(file.begin(), file.end(), bytes.begin(), bytes.end(),
+                     [](uint8_t a, char b) { return a == static_cast<uint8_t>(b); }) != file.end();
+}
+
+class MuxSeekable : public ::testing::TestWithParam<ContainerFormat> {};
+
+// A sink that seeks gets the file the ffmpeg CLI writes: a duration, an index, MOV not
+// fragmented; the JPEG packets are the live output's, byte for byte.
+TEST_P(MuxSeekable, FinishesTheContainerWithItsDurationAndIndex) {
+  REQUIRE_X264();
+  const ContainerFormat format = GetParam();
+  const std::string name = conveyor::media::ContainerFormatName(format);
+  auto input = H264Input("seek_in.mkv");
+  ASSERT_TRUE(input.ok()) << input.status().ToString();
+  MuxerOptions options;
+  options.format = format;
+  const Transcoded live = Transcode(*input, options, false, "live" + std::string(Extension(format)));
+  const Transcoded file = Transcode(*input, options, false, "file" + std::string(Extension(format)), true);
+  ASSERT_TRUE(live.status.ok()) << live.status.ToString();
+  ASSERT_TRUE(file.status.ok()) << file.status.ToString();
+
+  auto duration = media_test::Ffprobe({"-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", file.path});
+  ASSERT_TRUE(duration.ok()) << duration.status().ToString();
+  EXPECT_NEAR(std::atof(duration->c_str()), kFrames / 25.0, 0.05) << name << ": '" << *duration << "'";
+  const std::vector<std::string> sums = PacketSums(file.path);
+  EXPECT_EQ(sums.size(), static_cast<size_t>(kFrames));
+  EXPECT_EQ(sums, PacketSums(live.path)) << name;
+
+  auto bytes = media_test::ReadFile(file.path);
+  auto live_bytes = media_test::ReadFile(live.path);
+  ASSERT_TRUE(bytes.ok() && live_bytes.ok());
+  // The index each container keeps, which live output cannot have.
+  const std::string index = format == ContainerFormat::kMatroska ? std::string("\x1c\x53\xbb\x6b", 4)  // Cues
+                            : format == ContainerFormat::kAvi    ? std::string("idx1")
+                                                                 : std::string("moov");
+  EXPECT_TRUE(Holds(*bytes, index)) << name;
+  if (format != ContainerFormat::kMov) EXPECT_FALSE(Holds(*live_bytes, index)) << name;
+  if (format == ContainerFormat::kMov) {
+    EXPECT_FALSE(Holds(*bytes, "moof")) << "a plain MOV has no fragments";
+    EXPECT_TRUE(Holds(*live_bytes, "moof")) << "live MOV is fragmented";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, MuxSeekable,
                          ::testing::Values(ContainerFormat::kMatroska, ContainerFormat::kMov,
                                            ContainerFormat::kAvi),
                          [](const ::testing::TestParamInfo<ContainerFormat>& p) {

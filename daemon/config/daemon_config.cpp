@@ -12,6 +12,7 @@
 
 #include "config_fields.h"
 #include "logging.h"
+#include "quoted_string.h"
 
 #ifndef CONVEYOR_VERSION_STRING
 #define CONVEYOR_VERSION_STRING "0.0.0"
@@ -38,28 +39,6 @@ std::string FormatTomlFloat(double v) {
   std::string s(buf, r.ptr);
   if (s.find_first_of(".eE") == std::string::npos) s += ".0";
   return s;
-}
-
-std::string QuoteToml(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
 }
 
 std::string HumanBytes(uint64_t v) {
@@ -97,11 +76,11 @@ std::string RenderValue(const DaemonConfig& c, const Field& f) {
           [&](int DaemonConfig::*m) { return std::to_string(c.*m); },
           [&](uint64_t DaemonConfig::*m) { return std::to_string(c.*m); },
           [&](double DaemonConfig::*m) { return FormatTomlFloat(c.*m); },
-          [&](std::string DaemonConfig::*m) { return QuoteToml(c.*m); },
+          [&](std::string DaemonConfig::*m) { return QuotedString(c.*m); },
           [&](Addresses DaemonConfig::*m) {
             std::string out = "[";
             for (size_t i = 0; i < (c.*m).size(); ++i) {
-              out += (i ? ", " : "") + QuoteToml((c.*m)[i].ToString());
+              out += (i ? ", " : "") + QuotedString((c.*m)[i].ToString());
             }
             return out + "]";
           },

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "quoted_string.h"
+
 namespace conveyor::ctl {
 namespace {
 
@@ -18,24 +20,6 @@ std::string Lower(std::string s) {
 
 bool IsPattern(const std::string& name) {
   return name.find('%') != std::string::npos || name.find('{') != std::string::npos;
-}
-
-// A JSON string literal of `s` (file names: quotes, backslashes and control bytes escaped).
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (const unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
 }
 
 // A CSV field: quoted when it holds a comma, a quote or a line break (RFC 4180).
@@ -185,7 +169,7 @@ std::string RenderIndex(const std::string& format, const std::vector<FrameRecord
     const FrameRecord& r = records[i];
     std::snprintf(time, sizeof(time), "%.6f", r.time_s);
     if (format == "json") {
-      out += "  {\"file\": " + JsonString(r.file) + ", \"rendition\": " + std::to_string(r.rendition) +
+      out += "  {\"file\": " + QuotedString(r.file) + ", \"rendition\": " + std::to_string(r.rendition) +
              ", \"index\": " + std::to_string(r.index) + ", \"pts\": " + std::to_string(r.pts) +
              ", \"time_s\": " + time + ", \"bytes\": " + std::to_string(r.bytes) + "}" +
              (i + 1 < records.size() ? ",\n" : "\n");

@@ -14,16 +14,14 @@
 #include <gtest/gtest.h>
 
 #include "daemon_process.h"
+#include "test_files.h"
 
 #ifdef CONVEYORCTL_PATH
 
 namespace conveyor::e2e {
 namespace {
 
-std::string Slurp(const std::string& path) {
-  const std::vector<uint8_t> b = ReadFile(path);
-  return std::string(b.begin(), b.end());
-}
+using conveyor::testing::ReadText;
 
 std::vector<std::string> Lines(const std::string& text) {
   std::vector<std::string> lines;
@@ -60,7 +58,7 @@ const std::string& VfrInput() {
 std::vector<double> ProbeTimes(const std::string& path, const std::string& scratch) {
   Shell("ffprobe -v error -select_streams v:0 -show_entries frame=pts_time -of csv=p=0 " + path + " > " + scratch);
   std::vector<double> times;
-  for (const std::string& line : Lines(Slurp(scratch))) times.push_back(std::atof(line.c_str()));
+  for (const std::string& line : Lines(ReadText(scratch))) times.push_back(std::atof(line.c_str()));
   return times;
 }
 
@@ -80,7 +78,7 @@ class ConveyorctlNamingTest : public ::testing::Test {
   std::string Probe(const std::string& entries, const std::string& path) {
     Shell("ffprobe -v error -count_frames -select_streams v:0 -show_entries " + entries + " -of csv=p=0 " + path +
           " > " + dir_ + "/probe");
-    std::string text = Slurp(dir_ + "/probe");
+    std::string text = ReadText(dir_ + "/probe");
     while (!text.empty() && text.back() == '\n') text.pop_back();
     return text;
   }
@@ -93,7 +91,7 @@ TEST_F(ConveyorctlNamingTest, TheExtensionPicksTheContainerAsFfmpegDoes) {
   for (const auto& [name, format] : std::vector<std::pair<std::string, std::string>>{
            {"out.mkv", "matroska,webm"}, {"out.mov", "mov,mp4,m4a,3gp,3g2,mj2"}, {"out.avi", "avi"}}) {
     const std::string path = dir_ + "/" + name;
-    ASSERT_EQ(Ctl("-o " + path), 0) << Slurp(dir_ + "/err");
+    ASSERT_EQ(Ctl("-o " + path), 0) << ReadText(dir_ + "/err");
     ASSERT_TRUE(std::filesystem::is_regular_file(path)) << name << " is not a file";
     std::string probed = Probe("format=format_name", path);
     probed.erase(std::remove(probed.begin(), probed.end(), '"'), probed.end());  // csv quotes a name with commas
@@ -103,13 +101,13 @@ TEST_F(ConveyorctlNamingTest, TheExtensionPicksTheContainerAsFfmpegDoes) {
 }
 
 TEST_F(ConveyorctlNamingTest, Mp4IsRefusedNamingTheExtensionToUseAndWritesNothing) {
-  EXPECT_EQ(Ctl("-o " + dir_ + "/out.mp4"), 2) << Slurp(dir_ + "/err");  // a usage error
-  EXPECT_NE(Slurp(dir_ + "/err").find(".mov"), std::string::npos) << Slurp(dir_ + "/err");
+  EXPECT_EQ(Ctl("-o " + dir_ + "/out.mp4"), 2) << ReadText(dir_ + "/err");  // a usage error
+  EXPECT_NE(ReadText(dir_ + "/err").find(".mov"), std::string::npos) << ReadText(dir_ + "/err");
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/out.mp4"));
 }
 
 TEST_F(ConveyorctlNamingTest, AnImage2PatternNumbersFramesFromOne) {
-  ASSERT_EQ(Ctl("-o " + dir_ + "/frames/%04d.jpg"), 0) << Slurp(dir_ + "/err");
+  ASSERT_EQ(Ctl("-o " + dir_ + "/frames/%04d.jpg"), 0) << ReadText(dir_ + "/err");
   std::vector<std::string> expected;
   for (int i = 1; i <= 20; ++i) {
     char name[16];
@@ -123,9 +121,9 @@ TEST_F(ConveyorctlNamingTest, AnImage2PatternNumbersFramesFromOne) {
 TEST_F(ConveyorctlNamingTest, PtsNamesAndTheCsvIndexGiveFfprobesTimes) {
   const std::vector<double> times = ProbeTimes(VfrInput(), dir_ + "/times");
   ASSERT_EQ(times.size(), 20u);
-  ASSERT_EQ(Ctl("-o " + dir_ + "/frames --name '{pts_ms}.jpg' --index csv"), 0) << Slurp(dir_ + "/err");
-  const std::vector<std::string> rows = Lines(Slurp(dir_ + "/frames/frames.csv"));
-  ASSERT_EQ(rows.size(), 21u) << Slurp(dir_ + "/frames/frames.csv");
+  ASSERT_EQ(Ctl("-o " + dir_ + "/frames --name '{pts_ms}.jpg' --index csv"), 0) << ReadText(dir_ + "/err");
+  const std::vector<std::string> rows = Lines(ReadText(dir_ + "/frames/frames.csv"));
+  ASSERT_EQ(rows.size(), 21u) << ReadText(dir_ + "/frames/frames.csv");
   EXPECT_EQ(rows[0], "file,rendition,index,pts,time_s,bytes");
   std::vector<std::string> expected_names = {"frames.csv"};
   for (size_t i = 0; i < times.size(); ++i) {
@@ -151,13 +149,13 @@ TEST_F(ConveyorctlNamingTest, PtsNamesAndTheCsvIndexGiveFfprobesTimes) {
 
 TEST_F(ConveyorctlNamingTest, TheJsonIndexListsEveryRenditionsFrames) {
   ASSERT_EQ(Ctl("-o " + dir_ + "/frames --renditions 160x120,80x60 --name 'r{rendition}-%03d.jpg' --index json"), 0)
-      << Slurp(dir_ + "/err");
+      << ReadText(dir_ + "/err");
   // python3's json module as the outside reader of the file.
   ASSERT_EQ(Shell("python3 -c \"import json,sys; rows=json.load(open(sys.argv[1])); "
                   "print(len(rows), sorted({r['rendition'] for r in rows}), rows[-1]['file'], rows[-1]['index'])\" " +
                   dir_ + "/frames/frames.json > " + dir_ + "/json"),
             0);
-  EXPECT_EQ(Slurp(dir_ + "/json"), "40 [0, 1] r1-020.jpg 19\n");
+  EXPECT_EQ(ReadText(dir_ + "/json"), "40 [0, 1] r1-020.jpg 19\n");
   EXPECT_TRUE(std::filesystem::exists(dir_ + "/frames/r0-001.jpg"));
 }
 

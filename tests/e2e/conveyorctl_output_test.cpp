@@ -22,16 +22,14 @@
 #include <gtest/gtest.h>
 
 #include "daemon_process.h"
+#include "test_files.h"
 
 #ifdef CONVEYORCTL_PATH
 
 namespace conveyor::e2e {
 namespace {
 
-std::string Slurp(const std::string& path) {
-  const std::vector<uint8_t> b = ReadFile(path);
-  return std::string(b.begin(), b.end());
-}
+using conveyor::testing::ReadText;
 
 // 600 frames of H.264, so a session is far from done when a test cuts it.
 const std::string& LongInput() {
@@ -112,7 +110,7 @@ class Conveyorctl {
     }
     return -1;
   }
-  std::string Err() const { return Slurp(dir_ + "/ctl.err"); }
+  std::string Err() const { return ReadText(dir_ + "/ctl.err"); }
 
  private:
   std::string dir_;
@@ -172,7 +170,7 @@ Cut StartAndWaitForOutput(const DaemonProcess& daemon, std::vector<std::string> 
   }
   cut.ctl = std::make_unique<Conveyorctl>(cut.dir, args);
   EXPECT_TRUE(cut.ctl->started());
-  const std::string input = Slurp(LongInput());
+  const std::string input = ReadText(LongInput());
   EXPECT_TRUE(cut.ctl->Feed(input.substr(0, input.size() / 3)));
   const std::string watched = output_dir_name.empty() ? cut.dir : cut.dir + "/" + output_dir_name;
   EXPECT_TRUE(WaitFor([&] { return SomeOutputIn(watched); })) << cut.ctl->Err();
@@ -227,7 +225,7 @@ TEST_F(ConveyorctlOutputTest, KeepPartialLeavesTheCutContainerAtTheRequestedPath
   ASSERT_EQ(Shell("ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames "
                   "-of csv=p=0 " + cut.dir + "/out.mkv > " + cut.dir + "/frames.txt 2>/dev/null"),
             0);
-  const int frames = std::atoi(Slurp(cut.dir + "/frames.txt").c_str());
+  const int frames = std::atoi(ReadText(cut.dir + "/frames.txt").c_str());
   EXPECT_GT(frames, 0);
   EXPECT_LT(frames, 600);
   std::filesystem::remove_all(cut.dir);

@@ -11,16 +11,14 @@
 #include <gtest/gtest.h>
 
 #include "daemon_process.h"
+#include "test_files.h"
 
 #ifdef CONVEYORCTL_PATH
 
 namespace conveyor::e2e {
 namespace {
 
-std::string Slurp(const std::string& path) {
-  const std::vector<uint8_t> b = ReadFile(path);
-  return std::string(b.begin(), b.end());
-}
+using conveyor::testing::ReadText;
 
 // 100 frames of H.264 at 25 frames/s: 4 s, a keyframe every 25 frames.
 const std::string& Input() {
@@ -50,7 +48,7 @@ class FinishedContainerTest : public ::testing::TestWithParam<std::string> {
   // `command`'s stdout, trailing line breaks dropped.
   std::string Run(const std::string& command) {
     Shell(command + " > " + dir_ + "/run.out 2>" + dir_ + "/run.err");
-    std::string text = Slurp(dir_ + "/run.out");
+    std::string text = ReadText(dir_ + "/run.out");
     while (!text.empty() && text.back() == '\n') text.pop_back();
     return text;
   }
@@ -67,9 +65,9 @@ TEST_P(FinishedContainerTest, AFileGetsItsDurationAndIndexAndTheLivePayloads) {
   const std::string ext = GetParam();
   const std::string file = dir_ + "/out." + ext;
   const std::string live = dir_ + "/live." + ext;
-  ASSERT_EQ(Shell(Ctl() + " -o " + file + " > /dev/null 2>" + dir_ + "/err"), 0) << Slurp(dir_ + "/err");
+  ASSERT_EQ(Shell(Ctl() + " -o " + file + " > /dev/null 2>" + dir_ + "/err"), 0) << ReadText(dir_ + "/err");
   ASSERT_EQ(Shell(Ctl() + " -o - --container " + ext + " > " + live + " 2>" + dir_ + "/err"), 0)
-      << Slurp(dir_ + "/err");
+      << ReadText(dir_ + "/err");
 
   EXPECT_EQ(Run("ffprobe -v error -show_entries format=duration -of csv=p=0 " + file), "4.000000") << ext;
   const std::string sums = PacketSums(file);

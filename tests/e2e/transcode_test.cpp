@@ -17,6 +17,7 @@
 
 #include "cpu_encoder.h"
 #include "daemon_process.h"
+#include "test_files.h"
 #include "daemon_suite.h"
 #include "synthetic_frame.h"
 #include "transcode_client.h"
@@ -655,10 +656,6 @@ namespace conveyor::e2e {
 namespace {
 
 #ifdef CONVEYORCTL_PATH
-std::string Slurp(const std::string& path) {
-  const std::vector<uint8_t> b = ReadFile(path);
-  return std::string(b.begin(), b.end());
-}
 
 // conveyorctl, the real client binary, against the real daemon.
 TEST(Conveyorctl, TranscodesToFramesAndContainersAndReportsStatus) {
@@ -671,8 +668,8 @@ TEST(Conveyorctl, TranscodesToFramesAndContainersAndReportsStatus) {
                   " --size 160x0 --quality 80 --progress-bar > " + daemon.dir() + "/stdout.txt 2> " +
                   daemon.dir() + "/stderr.txt"),
             0)
-      << Slurp(daemon.dir() + "/stderr.txt");
-  EXPECT_NE(Slurp(daemon.dir() + "/stderr.txt").find("frames"), std::string::npos) << "no progress bar";
+      << conveyor::testing::ReadText(daemon.dir() + "/stderr.txt");
+  EXPECT_NE(conveyor::testing::ReadText(daemon.dir() + "/stderr.txt").find("frames"), std::string::npos) << "no progress bar";
   for (int i = 0; i < 12; ++i) {
     char name[64];
     std::snprintf(name, sizeof(name), "/0-%06d.jpg", i);
@@ -690,7 +687,7 @@ TEST(Conveyorctl, TranscodesToFramesAndContainersAndReportsStatus) {
     ASSERT_EQ(Shell("ffprobe -v error -count_frames -select_streams v:0 -show_entries "
                     "stream=codec_name,width,height,nb_read_frames -of csv=p=0 " + path + " > " + path + ".txt"),
               0);
-    EXPECT_EQ(Slurp(path + ".txt"), "mjpeg," + size + ",12\n") << path;
+    EXPECT_EQ(conveyor::testing::ReadText(path + ".txt"), "mjpeg," + size + ",12\n") << path;
   }
   // An MP4 whose moov follows mdat (the ffmpeg CLI's default): a file is read where the
   // daemon asks; from a pipe the daemon spools it. Both give every frame ffprobe counts.
@@ -698,29 +695,29 @@ TEST(Conveyorctl, TranscodesToFramesAndContainersAndReportsStatus) {
   ASSERT_EQ(Shell("ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames "
                   "-of csv=p=0 " + late + " > " + daemon.dir() + "/late_frames.txt"),
             0);
-  const std::string late_frames = Slurp(daemon.dir() + "/late_frames.txt");
+  const std::string late_frames = conveyor::testing::ReadText(daemon.dir() + "/late_frames.txt");
   for (const auto& [how, command] :
        {std::make_pair(std::string("seekable"), ctl + " transcode " + late + " -o " + daemon.dir() + "/seekable.mkv"),
         std::make_pair(std::string("spooled"), "cat " + late + " | " + ctl + " transcode - -o " + daemon.dir() +
                                                    "/spooled.mkv")}) {
     const std::string path = daemon.dir() + "/" + how + ".mkv";
     ASSERT_EQ(Shell(command + " --container mkv --no-progress-bar > " + path + ".out 2>&1"), 0)
-        << how << ": " << Slurp(path + ".out");
-    EXPECT_NE(Slurp(path + ".out").find(how == "seekable" ? "read requests: " : "spooled: "), std::string::npos)
-        << how << ": " << Slurp(path + ".out");
+        << how << ": " << conveyor::testing::ReadText(path + ".out");
+    EXPECT_NE(conveyor::testing::ReadText(path + ".out").find(how == "seekable" ? "read requests: " : "spooled: "), std::string::npos)
+        << how << ": " << conveyor::testing::ReadText(path + ".out");
     ASSERT_EQ(Shell("ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames "
                     "-of csv=p=0 " + path + " > " + path + ".txt"),
               0);
-    EXPECT_EQ(Slurp(path + ".txt"), late_frames) << how;
+    EXPECT_EQ(conveyor::testing::ReadText(path + ".txt"), late_frames) << how;
   }
   ASSERT_EQ(Shell(ctl + " status > " + daemon.dir() + "/status.txt"), 0);
-  EXPECT_NE(Slurp(daemon.dir() + "/status.txt").find("cpu"), std::string::npos) << Slurp(daemon.dir() + "/status.txt");
+  EXPECT_NE(conveyor::testing::ReadText(daemon.dir() + "/status.txt").find("cpu"), std::string::npos) << conveyor::testing::ReadText(daemon.dir() + "/status.txt");
   // A bad request: the daemon's status code and message, and a non-zero exit.
   EXPECT_NE(Shell(ctl + " transcode " + g_media + "/garbage.bin -o " + daemon.dir() + "/bad_frames 2> " +
                   daemon.dir() + "/bad.txt"),
             0);
-  EXPECT_NE(Slurp(daemon.dir() + "/bad.txt").find("INVALID_ARGUMENT"), std::string::npos)
-      << Slurp(daemon.dir() + "/bad.txt");
+  EXPECT_NE(conveyor::testing::ReadText(daemon.dir() + "/bad.txt").find("INVALID_ARGUMENT"), std::string::npos)
+      << conveyor::testing::ReadText(daemon.dir() + "/bad.txt");
   EXPECT_FALSE(std::filesystem::exists(daemon.dir() + "/bad_frames"));  // a failed call leaves nothing
   EXPECT_EQ(daemon.Stop(), 0);
 }

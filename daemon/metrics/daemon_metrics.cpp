@@ -58,6 +58,25 @@ const char* GrpcCodeName(int code) {
   return code >= 0 && code < kGrpcCodeCount ? kNames[code] : "UNKNOWN";
 }
 
+const char* RpcMethodName(RpcMethod method) {
+  switch (method) {
+    case RpcMethod::kTranscode: return "Transcode";
+    case RpcMethod::kGetServerStatus: return "GetServerStatus";
+    case RpcMethod::kListSessions: return "ListSessions";
+    case RpcMethod::kCancelSession: return "CancelSession";
+  }
+  return "unknown";
+}
+
+const char* AuthFailureName(AuthFailure reason) {
+  switch (reason) {
+    case AuthFailure::kMissing: return "missing";
+    case AuthFailure::kMalformed: return "malformed";
+    case AuthFailure::kUnknownToken: return "unknown_token";
+  }
+  return "unknown";
+}
+
 const char* SessionRejectionName(SessionRejection reason) {
   switch (reason) {
     case SessionRejection::kSessionCap: return "session_cap";
@@ -154,6 +173,32 @@ StatusOr<DaemonMetrics> DaemonMetrics::Create(Registry& r, const BuildInfo& buil
                                        "whatever that status."),
                                   kSessionBuckets));
   ASSIGN_OR_RETURN(m.session_duration_, duration->WithLabels({}));
+  ASSIGN_OR_RETURN(CounterFamily * rpc_requests,
+                   r.AddCounter(Spec("conveyor_rpc_requests_total",
+                                     "conveyor.v1.Transcoder calls, by method and the gRPC status code they "
+                                     "finished with, counted once a call when its status is sent (refusals "
+                                     "included: UNAUTHENTICATED for a bad token). For method Transcode the count "
+                                     "by code is conveyor_sessions_ended_total's: the same streams, counted at "
+                                     "the same moment. Health and reflection calls are not counted.",
+                                     {"method", "code"}, kRpcMethodCount * kGrpcCodeCount)));
+  for (size_t method = 0; method < kRpcMethodCount; ++method) {
+    for (int code = 0; code < kGrpcCodeCount; ++code) {
+      ASSIGN_OR_RETURN(m.rpc_requests_[method][code],
+                       rpc_requests->WithLabels({RpcMethodName(static_cast<RpcMethod>(method)), GrpcCodeName(code)}));
+    }
+  }
+  ASSIGN_OR_RETURN(CounterFamily * auth_failures,
+                   r.AddCounter(Spec("conveyor_auth_failures_total",
+                                     "conveyor.v1.Transcoder calls refused (UNAUTHENTICATED) for their bearer token "
+                                     "(server.auth_token_file), by reason: missing (no authorization metadata), "
+                                     "malformed (not 'Bearer TOKEN'), unknown_token. Each also counts in "
+                                     "conveyor_rpc_requests_total. A client certificate that mutual TLS refuses "
+                                     "ends the connection in the handshake, before any call, so it counts "
+                                     "nowhere here; the log shows gRPC's handshake error.",
+                                     {"reason"})));
+  for (size_t i = 0; i < kAuthFailureCount; ++i) {
+    ASSIGN_OR_RETURN(m.auth_failures_[i], auth_failures->WithLabels({AuthFailureName(static_cast<AuthFailure>(i))}));
+  }
   ASSIGN_OR_RETURN(m.ready_, r.AddCallbackGauge(Spec("conveyor_ready",
                                                       "1 while the daemon takes new sessions (/readyz answers 200: "
                                                       "not draining, under the session cap), else 0.")));
@@ -344,6 +389,11 @@ StatusOr<ScopedCallback> DaemonMetrics::BindPinnedInput(const std::string& state
 Counter& DaemonMetrics::SessionsEnded(StatusCode code) const {
   const int c = static_cast<int>(code);
   return *sessions_ended_[c >= 0 && c < kGrpcCodeCount ? c : 2];  // 2: UNKNOWN
+}
+
+Counter& DaemonMetrics::RpcRequests(RpcMethod method, StatusCode code) const {
+  const int c = static_cast<int>(code);
+  return *rpc_requests_[static_cast<size_t>(method)][c >= 0 && c < kGrpcCodeCount ? c : 2];  // 2: UNKNOWN
 }
 
 StatusOr<ScopedCallback> DaemonMetrics::BindReady(std::function<double()> fn) {

@@ -33,6 +33,16 @@ const char* SessionRejectionName(SessionRejection reason);
 inline constexpr int kGrpcCodeCount = 17;
 const char* GrpcCodeName(int code);
 
+// The `method` label of conveyor_rpc_requests_total: conveyor.v1.Transcoder's methods.
+enum class RpcMethod { kTranscode, kGetServerStatus, kListSessions, kCancelSession };
+inline constexpr size_t kRpcMethodCount = 4;
+const char* RpcMethodName(RpcMethod method);
+
+// The `reason` label of conveyor_auth_failures_total: why a bearer token was refused.
+enum class AuthFailure { kMissing, kMalformed, kUnknownToken };
+inline constexpr size_t kAuthFailureCount = 3;
+const char* AuthFailureName(AuthFailure reason);
+
 struct BuildInfo {
   std::string version;      // PROJECT_VERSION
   std::string gpu_backend;  // GpuBackendName(): "hip-nvidia", "hip-amd" or "none"
@@ -85,6 +95,11 @@ class DaemonMetrics {
   Counter& SessionsEnded(StatusCode code) const;
   // Accepted sessions, from acceptance to their final status.
   Histogram& SessionDuration() const { return *session_duration_; }
+  // conveyor.v1.Transcoder calls by method and the status they finished with, counted
+  // once a call when it finishes; a Transcode call counts here and in SessionsEnded.
+  Counter& RpcRequests(RpcMethod method, StatusCode code) const;
+  // Calls refused for their bearer token, by reason.
+  Counter& AuthFailures(AuthFailure reason) const { return *auth_failures_[static_cast<size_t>(reason)]; }
 
   // Damaged container input, by the video codec ("h264"): errors the decoder reported
   // (counted and concealed), decoded frames dropped for a pts that did not increase, and
@@ -173,6 +188,8 @@ class DaemonMetrics {
   std::array<Counter*, kSessionRejectionCount> sessions_rejected_{};
   std::array<Counter*, kGrpcCodeCount> sessions_ended_{};
   Histogram* session_duration_ = nullptr;
+  std::array<std::array<Counter*, kGrpcCodeCount>, kRpcMethodCount> rpc_requests_{};
+  std::array<Counter*, kAuthFailureCount> auth_failures_{};
   CallbackGaugeFamily* ready_ = nullptr;
   CallbackGaugeFamily* draining_ = nullptr;
   CallbackGaugeFamily* sessions_max_ = nullptr;

@@ -28,15 +28,19 @@ StatusOr<Authenticator> Authenticator::LoadFile(const std::string& path) {
   return Authenticator(std::move(tokens));
 }
 
-StatusOr<Caller> Authenticator::Check(const grpc::ServerContextBase& context) const {
+StatusOr<Caller> Authenticator::Check(const grpc::ServerContextBase& context, metrics::AuthFailure* failure) const {
   if (!enabled_) return Caller{};
+  auto refuse = [failure](metrics::AuthFailure why, const char* message) {
+    if (failure != nullptr) *failure = why;
+    return Unauthenticated(message);
+  };
   const auto& md = context.client_metadata();
   auto it = md.find("authorization");
   static const std::string kBearer = "Bearer ";
-  if (it == md.end()) return Unauthenticated("authorization: a bearer token is required");
+  if (it == md.end()) return refuse(metrics::AuthFailure::kMissing, "authorization: a bearer token is required");
   const std::string value(it->second.data(), it->second.size());
   if (value.compare(0, kBearer.size(), kBearer) != 0) {
-    return Unauthenticated("authorization: expected 'Bearer TOKEN'");
+    return refuse(metrics::AuthFailure::kMalformed, "authorization: expected 'Bearer TOKEN'");
   }
   const std::string presented = value.substr(kBearer.size());
   // Every token is compared in full, whatever matched: the time taken does not tell
@@ -45,7 +49,7 @@ StatusOr<Caller> Authenticator::Check(const grpc::ServerContextBase& context) co
   for (const Token& t : tokens_) {
     if (ConstantTimeEquals(t.secret, presented) && match == nullptr) match = &t;
   }
-  if (match == nullptr) return Unauthenticated("authorization: unknown token");
+  if (match == nullptr) return refuse(metrics::AuthFailure::kUnknownToken, "authorization: unknown token");
   return Caller{Identity(match->secret), match->admin};
 }
 

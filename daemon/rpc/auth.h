@@ -8,6 +8,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "daemon_metrics.h"
 #include "status.h"
 
 namespace conveyor {
@@ -38,8 +39,9 @@ class Authenticator {
   // changes nothing.
   bool operator==(const Authenticator& o) const { return enabled_ == o.enabled_ && tokens_ == o.tokens_; }
 
-  // UNAUTHENTICATED unless the call carries "authorization: Bearer <a known token>".
-  StatusOr<Caller> Check(const grpc::ServerContextBase& context) const;
+  // UNAUTHENTICATED unless the call carries "authorization: Bearer <a known token>";
+  // then `failure`, when given, says why (conveyor_auth_failures_total's reason).
+  StatusOr<Caller> Check(const grpc::ServerContextBase& context, metrics::AuthFailure* failure = nullptr) const;
 
   // Equal strings, in a time that depends on the lengths only.
   static bool ConstantTimeEquals(const std::string& a, const std::string& b);

@@ -15,8 +15,14 @@ TranscodeReactor::TranscodeReactor(grpc::CallbackServerContext* context, Session
     : context_(context), manager_(manager) {
   std::lock_guard<std::mutex> lock(mu_);
   finished_ = true;
-  manager_->CountEnd(refusal.code(), std::nullopt);
+  CountFinish(refusal.code(), std::nullopt);
   Finish(ToGrpcStatus(refusal));
+}
+
+void TranscodeReactor::CountFinish(StatusCode code, std::optional<double> session_seconds) const {
+  manager_->CountEnd(code, session_seconds);
+  const SessionMetricsContext* m = manager_->metrics();
+  if (m != nullptr && m->daemon != nullptr) m->daemon->RpcRequests(metrics::RpcMethod::kTranscode, code).Inc();
 }
 
 void TranscodeReactor::OnReadDone(bool ok) {
@@ -126,7 +132,7 @@ void TranscodeReactor::MaybeWriteLocked() {
     finished_ = true;
     std::optional<double> seconds;
     if (accepted_) seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - *accepted_).count();
-    manager_->CountEnd(close_status_->code(), seconds);
+    CountFinish(close_status_->code(), seconds);
     Finish(ToGrpcStatus(*close_status_));
   }
 }

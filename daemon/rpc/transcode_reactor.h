@@ -44,6 +44,9 @@ class TranscodeReactor final : public grpc::ServerBidiReactor<v1::TranscodeReque
  private:
   void ReadNext();                       // StartRead, unless the stream is ending
   void MaybeWriteLocked();
+  // The stream's final status: conveyor_sessions_ended_total (and the session's duration)
+  // and conveyor_rpc_requests_total, at the same moment, so the two agree.
+  void CountFinish(StatusCode code, std::optional<double> session_seconds) const;
   // The scheduled half of ResumeReading, on a gRPC thread: offers the kept message again.
   void OnResume();
   // OnDone has run and no resume is scheduled: the reactor may go.

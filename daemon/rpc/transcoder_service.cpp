@@ -17,9 +17,27 @@ std::shared_ptr<const Authenticator> TranscoderService::authenticator() const {
   return auth_;
 }
 
+metrics::DaemonMetrics* TranscoderService::metrics() const {
+  const SessionMetricsContext* m = manager_->metrics();
+  return m != nullptr ? m->daemon : nullptr;
+}
+
+StatusOr<Caller> TranscoderService::Authenticate(const grpc::CallbackServerContext& context) const {
+  metrics::AuthFailure failure{};
+  StatusOr<Caller> caller = authenticator()->Check(context, &failure);
+  if (!caller.ok() && metrics() != nullptr) metrics()->AuthFailures(failure).Inc();
+  return caller;
+}
+
+void TranscoderService::Finish(grpc::ServerUnaryReactor* reactor, metrics::RpcMethod method,
+                               const Status& status) const {
+  if (metrics() != nullptr) metrics()->RpcRequests(method, status.code()).Inc();
+  reactor->Finish(ToGrpcStatus(status));
+}
+
 grpc::ServerBidiReactor<v1::TranscodeRequest, v1::TranscodeResponse>* TranscoderService::Transcode(
     grpc::CallbackServerContext* context) {
-  StatusOr<Caller> caller = authenticator()->Check(*context);
+  StatusOr<Caller> caller = Authenticate(*context);
   if (!caller.ok()) return new TranscodeReactor(context, manager_, caller.status());
   return new TranscodeReactor(context, manager_, std::move(caller).value());
 }
@@ -28,8 +46,9 @@ grpc::ServerUnaryReactor* TranscoderService::GetServerStatus(grpc::CallbackServe
                                                              const v1::GetServerStatusRequest*,
                                                              v1::ServerStatus* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (StatusOr<Caller> caller = authenticator()->Check(*context); !caller.ok()) {
-    reactor->Finish(ToGrpcStatus(caller.status()));
+  constexpr metrics::RpcMethod kMethod = metrics::RpcMethod::kGetServerStatus;
+  if (StatusOr<Caller> caller = Authenticate(*context); !caller.ok()) {
+    Finish(reactor, kMethod, caller.status());
     return reactor;
   }
   response->set_version(version_);
@@ -54,7 +73,7 @@ grpc::ServerUnaryReactor* TranscoderService::GetServerStatus(grpc::CallbackServe
   response->set_sessions_active(manager_->active());
   response->set_max_sessions(manager_->max_sessions());
   response->set_draining(manager_->draining());
-  reactor->Finish(grpc::Status::OK);
+  Finish(reactor, kMethod, OkStatus());
   return reactor;
 }
 
@@ -62,9 +81,10 @@ grpc::ServerUnaryReactor* TranscoderService::ListSessions(grpc::CallbackServerCo
                                                           const v1::ListSessionsRequest*,
                                                           v1::ListSessionsResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  StatusOr<Caller> caller = authenticator()->Check(*context);
+  constexpr metrics::RpcMethod kMethod = metrics::RpcMethod::kListSessions;
+  StatusOr<Caller> caller = Authenticate(*context);
   if (!caller.ok()) {
-    reactor->Finish(ToGrpcStatus(caller.status()));
+    Finish(reactor, kMethod, caller.status());
     return reactor;
   }
   for (const auto& s : manager_->List()) {
@@ -82,7 +102,7 @@ grpc::ServerUnaryReactor* TranscoderService::ListSessions(grpc::CallbackServerCo
     info->set_frames_out(s->frames_out());
     info->set_queue_depth(s->queue_depth());
   }
-  reactor->Finish(grpc::Status::OK);
+  Finish(reactor, kMethod, OkStatus());
   return reactor;
 }
 
@@ -90,13 +110,14 @@ grpc::ServerUnaryReactor* TranscoderService::CancelSession(grpc::CallbackServerC
                                                            const v1::CancelSessionRequest* request,
                                                            v1::CancelSessionResponse*) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  StatusOr<Caller> caller = authenticator()->Check(*context);
+  constexpr metrics::RpcMethod kMethod = metrics::RpcMethod::kCancelSession;
+  StatusOr<Caller> caller = Authenticate(*context);
   if (!caller.ok()) {
-    reactor->Finish(ToGrpcStatus(caller.status()));
+    Finish(reactor, kMethod, caller.status());
     return reactor;
   }
   if (request->session_id().empty()) {
-    reactor->Finish(ToGrpcStatus(InvalidArgument("session_id: required")));
+    Finish(reactor, kMethod, InvalidArgument("session_id: required"));
     return reactor;
   }
   if (!caller->admin) {
@@ -106,11 +127,11 @@ grpc::ServerUnaryReactor* TranscoderService::CancelSession(grpc::CallbackServerC
       if (s->id() == request->session_id() && MaySee(*caller, s->owner())) mine = true;
     }
     if (!mine) {
-      reactor->Finish(ToGrpcStatus(NotFound("no session " + request->session_id())));
+      Finish(reactor, kMethod, NotFound("no session " + request->session_id()));
       return reactor;
     }
   }
-  reactor->Finish(ToGrpcStatus(manager_->Cancel(request->session_id())));
+  Finish(reactor, kMethod, manager_->Cancel(request->session_id()));
   return reactor;
 }
 

@@ -1,7 +1,9 @@
 // conveyor.v1.Transcoder on the gRPC callback API: Transcode streams get a
 // TranscodeReactor each; the introspection calls answer from the session manager and
 // the scheduler's workers. With token auth, each call is checked first, and a caller sees
-// and cancels only the sessions it started (unless its token is admin).
+// and cancels only the sessions it started (unless its token is admin). Every call counts
+// into conveyor_rpc_requests_total when it finishes, and a refused token into
+// conveyor_auth_failures_total.
 #pragma once
 
 #include <memory>
@@ -36,6 +38,12 @@ class TranscoderService final : public v1::Transcoder::CallbackService {
                                           v1::CancelSessionResponse* response) override;
 
  private:
+  // The caller, or UNAUTHENTICATED, counted by reason.
+  StatusOr<Caller> Authenticate(const grpc::CallbackServerContext& context) const;
+  // Ends a unary call with `status`, counted under `method`.
+  void Finish(grpc::ServerUnaryReactor* reactor, metrics::RpcMethod method, const Status& status) const;
+  metrics::DaemonMetrics* metrics() const;  // null without metrics
+
   SessionManager* const manager_;
   const std::string version_;
   mutable std::mutex auth_mu_;

@@ -64,6 +64,8 @@ class SessionManager {
   // Where sessions count (metrics): started and rejected sessions here, frames and bytes
   // in each session. Set once before serving; kept across SetOptions.
   void SetMetrics(const SessionMetricsContext* metrics);
+  // What SetMetrics set (null: none), for the rpc layer's call counts.
+  const SessionMetricsContext* metrics() const { return metrics_; }
   // A Transcode stream ended with `code`: counted by code, and, for an accepted session,
   // its time from acceptance (`session_seconds`; none for a refused one) observed.
   void CountEnd(StatusCode code, std::optional<double> session_seconds) const;

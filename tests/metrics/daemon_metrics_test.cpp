@@ -88,6 +88,9 @@ std::string PopulatedScrape(Registry& r) {
   m->SessionsEnded(StatusCode::kInvalidArgument).Inc();
   m->SessionDuration().Observe(0.3);
   m->SessionDuration().Observe(7200);
+  m->RpcRequests(RpcMethod::kTranscode, StatusCode::kOk).Inc(4);
+  m->RpcRequests(RpcMethod::kCancelSession, StatusCode::kNotFound).Inc();
+  m->AuthFailures(AuthFailure::kUnknownToken).Inc(2);
   return RenderText(r);
 }
 
@@ -151,6 +154,12 @@ TEST(DaemonMetrics, FullScrapeHasEveryFamily) {
            "conveyor_sessions_memory_estimate_bytes 151496704\n",
            "conveyor_sessions_memory_budget_bytes 262144000\n",
            "conveyor_sessions_rejected_total{reason=\"memory_budget\"} 2\n",
+           "conveyor_rpc_requests_total{method=\"Transcode\",code=\"OK\"} 4\n",
+           "conveyor_rpc_requests_total{method=\"CancelSession\",code=\"NOT_FOUND\"} 1\n",
+           "conveyor_rpc_requests_total{method=\"GetServerStatus\",code=\"UNAUTHENTICATED\"} 0\n",
+           "conveyor_auth_failures_total{reason=\"unknown_token\"} 2\n",
+           "conveyor_auth_failures_total{reason=\"missing\"} 0\n",
+           "conveyor_auth_failures_total{reason=\"malformed\"} 0\n",
        }) {
     EXPECT_NE(text.find(line), std::string::npos) << "missing: " << line << "in:\n" << text;
   }
@@ -180,6 +189,31 @@ TEST(DaemonMetrics, SessionEndsCountUnderGrpcCodeNames) {
                        StatusCode::kFailedPrecondition, StatusCode::kUnavailable, StatusCode::kUnauthenticated}) {
     EXPECT_STREQ(GrpcCodeName(static_cast<int>(c)), StatusCodeName(c));
   }
+}
+
+size_t CountSeries(const std::string& text, const std::string& family) {
+  const std::string start = "\n" + family + "{";
+  size_t n = 0;
+  for (size_t at = text.find(start); at != std::string::npos; at = text.find(start, at + 1)) ++n;
+  return n;
+}
+
+TEST(DaemonMetrics, RpcCallsCountByMethodAndGrpcCodeName) {
+  Registry r;
+  DaemonMetrics m = DaemonMetrics::Create(r, {"v", "off"}).value();
+  m.RpcRequests(RpcMethod::kListSessions, StatusCode::kUnauthenticated).Inc();
+  m.RpcRequests(RpcMethod::kTranscode, StatusCode::kResourceExhausted).Inc(2);
+  m.RpcRequests(RpcMethod::kGetServerStatus, static_cast<StatusCode>(99)).Inc();  // UNKNOWN, not a new series
+  const std::string text = RenderText(r);
+  for (const char* line : {"conveyor_rpc_requests_total{method=\"ListSessions\",code=\"UNAUTHENTICATED\"} 1\n",
+                           "conveyor_rpc_requests_total{method=\"Transcode\",code=\"RESOURCE_EXHAUSTED\"} 2\n",
+                           "conveyor_rpc_requests_total{method=\"GetServerStatus\",code=\"UNKNOWN\"} 1\n",
+                           "conveyor_rpc_requests_total{method=\"CancelSession\",code=\"OK\"} 0\n"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << "missing: " << line << "in:\n" << text;
+  }
+  EXPECT_EQ(CountSeries(text, "conveyor_rpc_requests_total"), kRpcMethodCount * kGrpcCodeCount)
+      << "one series per method and gRPC code, no more";
+  EXPECT_EQ(CountSeries(text, "conveyor_auth_failures_total"), kAuthFailureCount);
 }
 
 TEST(DaemonMetrics, CreatingTwiceInOneRegistryIsAnError) {

@@ -20,6 +20,7 @@
 
 #include "bounded_http_server.h"
 #include "http_endpoint.h"
+#include "metrics_scrape.h"
 #include "unique_fd.h"
 
 namespace conveyor::metrics {
@@ -27,6 +28,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
+using testing::SampleValue;
 
 const ConnectionLimits kLimits{};
 // Scheduling on a busy test machine: how late a close or an answer may come.
@@ -171,13 +173,6 @@ std::string Probe(int port, const std::string& path, double* took_s = nullptr) {
   return "";
 }
 
-// The value of one unlabelled or fully labelled sample in a scrape, -1 when absent.
-double Sample(const std::string& body, const std::string& series) {
-  const size_t at = body.find("\n" + series + " ");
-  if (at == std::string::npos) return -1;
-  return std::stod(body.substr(at + series.size() + 2));
-}
-
 TEST(HttpEndpointSlowClients, ProbesAnswerWhileSixtyFourClientsTrickleHeaders) {
   Registry r;
   StatusOr<std::unique_ptr<HttpEndpoint>> e = HttpEndpoint::Start("127.0.0.1:0", {&r, {}, {}});
@@ -224,8 +219,8 @@ TEST(HttpEndpointSlowClients, ProbesAnswerWhileSixtyFourClientsTrickleHeaders) {
   httplib::Client client("127.0.0.1", port);
   httplib::Result m = client.Get("/metrics");
   ASSERT_TRUE(m) << httplib::to_string(m.error());
-  EXPECT_GE(Sample(m->body, "conveyor_http_connections_timed_out_total{phase=\"request\"}"), 64) << m->body;
-  EXPECT_EQ(Sample(m->body, "conveyor_http_connections_refused_total"), 0) << m->body;
+  EXPECT_GE(SampleValue(m->body, "conveyor_http_connections_timed_out_total{phase=\"request\"}"), 64) << m->body;
+  EXPECT_EQ(SampleValue(m->body, "conveyor_http_connections_refused_total"), 0) << m->body;
 }
 
 TEST(HttpEndpointSlowClients, ConnectionsPastTheCapAreClosedAtOnce) {
@@ -259,8 +254,8 @@ TEST(HttpEndpointSlowClients, ConnectionsPastTheCapAreClosedAtOnce) {
   httplib::Client client("127.0.0.1", port);
   httplib::Result m = client.Get("/metrics");
   ASSERT_TRUE(m) << httplib::to_string(m.error());
-  EXPECT_EQ(Sample(m->body, "conveyor_http_connections_refused_total"), 1) << m->body;
-  EXPECT_GE(Sample(m->body, "conveyor_http_connections_timed_out_total{phase=\"request\"}"),
+  EXPECT_EQ(SampleValue(m->body, "conveyor_http_connections_refused_total"), 1) << m->body;
+  EXPECT_GE(SampleValue(m->body, "conveyor_http_connections_timed_out_total{phase=\"request\"}"),
             static_cast<double>(kLimits.max_connections))
       << m->body;
 }

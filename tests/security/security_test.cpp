@@ -3,6 +3,7 @@
 // non-loopback TCP, bearer tokens, own-session visibility, and conveyorctl over TLS.
 #include <condition_variable>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -11,6 +12,7 @@
 
 #include "conveyor/v1/transcoder.grpc.pb.h"
 #include "daemon_process.h"
+#include "metrics_scrape.h"
 #include "security_test_util.h"
 #include "synthetic_frame.h"
 #include "transcode_client.h"
@@ -203,6 +205,8 @@ class Tokens : public ::testing::Test {
     std::vector<std::string> flags = TlsFlags();
     flags.push_back("--auth-token-file");
     flags.push_back(dir_ + "/tokens");
+    flags.push_back("--metrics-listen");
+    flags.push_back("127.0.0.1:0");
     daemon_ = std::make_unique<DaemonProcess>(flags);
     ASSERT_TRUE(daemon_->ready());
     port_ = daemon_->tcp_port();
@@ -256,6 +260,69 @@ TEST_F(Tokens, AMissingOrWrongTokenIsUnauthenticatedAndTheRightOneWorks) {
   const TranscodeOutcome ok = RunTranscode(a.get(), RawCall(2));
   ASSERT_TRUE(ok.status.ok()) << ok.status.error_message();
   EXPECT_EQ(ok.frames.at(0).size(), 2u);
+}
+
+// GetServerStatus with `value` as the authorization metadata, as is.
+grpc::Status StatusWithAuthorization(int port, const std::string& value) {
+  auto stub = v1::Transcoder::NewStub(TcpChannel(port, {TestPki().ca}));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  ctx.AddMetadata("authorization", value);
+  v1::ServerStatus reply;
+  return stub->GetServerStatus(&ctx, v1::GetServerStatusRequest(), &reply);
+}
+
+// The sum of the series of `family` in a scrape.
+double FamilySum(const std::string& body, const std::string& family) {
+  double sum = 0;
+  std::istringstream lines(body);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(family + "{", 0) == 0) sum += std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return sum;
+}
+
+TEST_F(Tokens, RefusedTokensCountByReasonAndEveryCallByMethodAndCode) {
+  const int metrics_port = daemon_->metrics_port();
+  ASSERT_GT(metrics_port, 0);
+  // The counts go from here: the test's wait for the daemon made a call too.
+  const testing::HttpReply before = testing::HttpGet(metrics_port, "/metrics");
+  ASSERT_EQ(before.status, 200);
+  constexpr auto kRefused = grpc::StatusCode::UNAUTHENTICATED;
+  EXPECT_EQ(CallStatus(As("")).error_code(), kRefused);
+  EXPECT_EQ(CallStatus(As("token-x")).error_code(), kRefused);
+  EXPECT_EQ(CallStatus(As("token-")).error_code(), kRefused);
+  EXPECT_EQ(StatusWithAuthorization(port_, "Basic dG9rZW4tYQ==").error_code(), kRefused);
+  EXPECT_TRUE(CallStatus(As("token-a")).ok());
+  EXPECT_TRUE(CheckHealth(As(""), "", 5).status.ok());  // not a Transcoder call: not counted
+  EXPECT_EQ(List("token-a").size(), 0u);
+  EXPECT_EQ(Cancel("token-b", "no-such-session").error_code(), grpc::StatusCode::NOT_FOUND);
+  auto anonymous = v1::Transcoder::NewStub(As(""));
+  EXPECT_EQ(RunTranscode(anonymous.get(), RawCall(1)).status.error_code(), kRefused);
+  auto a = v1::Transcoder::NewStub(As("token-a"));
+  const TranscodeOutcome ok = RunTranscode(a.get(), RawCall(2));
+  ASSERT_TRUE(ok.status.ok()) << ok.status.error_message();
+
+  // Each call is counted before its status is sent: the scrape sees every one of them.
+  const testing::HttpReply m = testing::HttpGet(metrics_port, "/metrics");
+  ASSERT_EQ(m.status, 200);
+  const auto added = [&](const std::string& series) {
+    return testing::SampleValue(m.body, series) - testing::SampleValue(before.body, series);
+  };
+  EXPECT_EQ(added("conveyor_auth_failures_total{reason=\"missing\"}"), 2) << m.body;
+  EXPECT_EQ(added("conveyor_auth_failures_total{reason=\"unknown_token\"}"), 2) << m.body;
+  EXPECT_EQ(added("conveyor_auth_failures_total{reason=\"malformed\"}"), 1) << m.body;
+  const std::string rpc = "conveyor_rpc_requests_total";
+  EXPECT_EQ(added(rpc + "{method=\"GetServerStatus\",code=\"UNAUTHENTICATED\"}"), 4) << m.body;
+  EXPECT_EQ(added(rpc + "{method=\"GetServerStatus\",code=\"OK\"}"), 1) << m.body;
+  EXPECT_EQ(added(rpc + "{method=\"ListSessions\",code=\"OK\"}"), 1) << m.body;
+  EXPECT_EQ(added(rpc + "{method=\"CancelSession\",code=\"NOT_FOUND\"}"), 1) << m.body;
+  EXPECT_EQ(added(rpc + "{method=\"Transcode\",code=\"UNAUTHENTICATED\"}"), 1) << m.body;
+  EXPECT_EQ(added(rpc + "{method=\"Transcode\",code=\"OK\"}"), 1) << m.body;
+  EXPECT_EQ(FamilySum(m.body, rpc) - FamilySum(before.body, rpc), 9) << "the health check is no Transcoder call";
+  // Transcode streams count the same in both families.
+  EXPECT_EQ(added("conveyor_sessions_ended_total{code=\"UNAUTHENTICATED\"}"), 1) << m.body;
+  EXPECT_EQ(added("conveyor_sessions_ended_total{code=\"OK\"}"), 1) << m.body;
 }
 
 TEST_F(Tokens, HealthCheckNeedsNoToken) {

@@ -15,9 +15,9 @@
 #include <string>
 
 #include <gtest/gtest.h>
-#include <httplib.h>
 
 #include "daemon_process.h"
+#include "metrics_scrape.h"
 #include "prometheus_server.h"
 #include "service_test_util.h"
 #include "synthetic_frame.h"
@@ -27,19 +27,9 @@ namespace conveyor::service_test {
 namespace {
 
 
-struct Reply {
-  int status = 0;  // 0: no answer
-  std::string body;
-};
-
-Reply Get(int port, const std::string& path) {
-  httplib::Client client("127.0.0.1", port);
-  client.set_connection_timeout(2);
-  client.set_read_timeout(5);
-  auto r = client.Get(path.c_str());
-  if (!r) return {};
-  return {r->status, r->body};
-}
+using testing::HttpGet;
+using testing::HttpReply;
+using testing::SampleValue;
 
 // Runs `frames` raw 64x48 frames through one session; returns the frames that came back.
 size_t Transcode(v1::Transcoder::Stub* stub, int frames) {
@@ -57,51 +47,43 @@ size_t Transcode(v1::Transcoder::Stub* stub, int frames) {
   return FrameCount(out);
 }
 
-// The value of the series `series` (name and labels as exposed) in `body`; NaN if absent.
-double Sample(const std::string& body, const std::string& series) {
-  const std::string line = "\n" + series + " ";
-  const size_t at = ("\n" + body).find(line);
-  if (at == std::string::npos) return std::nan("");
-  return std::strtod(body.c_str() + at + line.size() - 1, nullptr);
-}
-
 TEST(DaemonMetrics, ProcessSessionOutcomeAndReadinessFamiliesReadTrue) {
   const double started = static_cast<double>(std::time(nullptr));
   e2e::DaemonProcess daemon({"--metrics-listen", "127.0.0.1:0", "--max-sessions", "3"});
   ASSERT_TRUE(daemon.ready()) << "conveyord did not start";
   const int port = daemon.metrics_port();
   ASSERT_GT(port, 0);
-  Reply m = Get(port, "/metrics");
+  HttpReply m = HttpGet(port, "/metrics");
   ASSERT_EQ(m.status, 200);
-  EXPECT_GT(Sample(m.body, "process_resident_memory_bytes"), 1 << 20) << m.body;
-  EXPECT_GE(Sample(m.body, "process_virtual_memory_bytes"), Sample(m.body, "process_resident_memory_bytes"));
-  EXPECT_GE(Sample(m.body, "process_cpu_seconds_total"), 0) << m.body;
-  EXPECT_NEAR(Sample(m.body, "process_start_time_seconds"), started, 60) << m.body;
-  EXPECT_GT(Sample(m.body, "process_open_fds"), 3) << m.body;
-  EXPECT_GE(Sample(m.body, "process_max_fds"), Sample(m.body, "process_open_fds")) << m.body;
-  EXPECT_EQ(Sample(m.body, "conveyor_ready"), 1) << m.body;
-  EXPECT_EQ(Sample(m.body, "conveyor_draining"), 0) << m.body;
-  EXPECT_EQ(Sample(m.body, "conveyor_sessions_max"), 3) << m.body;
-  EXPECT_EQ(Sample(m.body, "conveyor_sessions_ended_total{code=\"OK\"}"), 0) << m.body;
-  EXPECT_EQ(Sample(m.body, "conveyor_session_duration_seconds_count"), 0) << m.body;
+  EXPECT_GT(SampleValue(m.body, "process_resident_memory_bytes"), 1 << 20) << m.body;
+  EXPECT_GE(SampleValue(m.body, "process_virtual_memory_bytes"), SampleValue(m.body, "process_resident_memory_bytes"));
+  EXPECT_GE(SampleValue(m.body, "process_cpu_seconds_total"), 0) << m.body;
+  EXPECT_NEAR(SampleValue(m.body, "process_start_time_seconds"), started, 60) << m.body;
+  EXPECT_GT(SampleValue(m.body, "process_open_fds"), 3) << m.body;
+  EXPECT_GE(SampleValue(m.body, "process_max_fds"), SampleValue(m.body, "process_open_fds")) << m.body;
+  EXPECT_EQ(SampleValue(m.body, "conveyor_ready"), 1) << m.body;
+  EXPECT_EQ(SampleValue(m.body, "conveyor_draining"), 0) << m.body;
+  EXPECT_EQ(SampleValue(m.body, "conveyor_sessions_max"), 3) << m.body;
+  EXPECT_EQ(SampleValue(m.body, "conveyor_sessions_ended_total{code=\"OK\"}"), 0) << m.body;
+  EXPECT_EQ(SampleValue(m.body, "conveyor_session_duration_seconds_count"), 0) << m.body;
 
   auto stub = v1::Transcoder::NewStub(daemon.Channel());
   ASSERT_EQ(Transcode(stub.get(), 3), 3u);
-  m = Get(port, "/metrics");
-  EXPECT_EQ(Sample(m.body, "conveyor_sessions_ended_total{code=\"OK\"}"), 1) << m.body;
-  EXPECT_EQ(Sample(m.body, "conveyor_session_duration_seconds_count"), 1) << m.body;
-  EXPECT_GT(Sample(m.body, "conveyor_session_duration_seconds_sum"), 0) << m.body;
-  EXPECT_EQ(Sample(m.body, "conveyor_session_duration_seconds_bucket{le=\"+Inf\"}"), 1) << m.body;
+  m = HttpGet(port, "/metrics");
+  EXPECT_EQ(SampleValue(m.body, "conveyor_sessions_ended_total{code=\"OK\"}"), 1) << m.body;
+  EXPECT_EQ(SampleValue(m.body, "conveyor_session_duration_seconds_count"), 1) << m.body;
+  EXPECT_GT(SampleValue(m.body, "conveyor_session_duration_seconds_sum"), 0) << m.body;
+  EXPECT_EQ(SampleValue(m.body, "conveyor_session_duration_seconds_bucket{le=\"+Inf\"}"), 1) << m.body;
 
   e2e::TranscodeCall bad;
   bad.spec = RawJob(0, 48);  // no width: refused before a session exists
   bad.send_input = [](e2e::TranscodeStream*) { return true; };
   ASSERT_EQ(e2e::RunTranscode(stub.get(), bad).status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  m = Get(port, "/metrics");
-  EXPECT_EQ(Sample(m.body, "conveyor_sessions_ended_total{code=\"INVALID_ARGUMENT\"}"), 1) << m.body;
-  EXPECT_EQ(Sample(m.body, "conveyor_sessions_ended_total{code=\"OK\"}"), 1) << m.body;
-  EXPECT_EQ(Sample(m.body, "conveyor_session_duration_seconds_count"), 1) << "a refusal is no session: " << m.body;
-  EXPECT_EQ(Sample(m.body, "conveyor_sessions_rejected_total{reason=\"invalid_spec\"}"), 1) << m.body;
+  m = HttpGet(port, "/metrics");
+  EXPECT_EQ(SampleValue(m.body, "conveyor_sessions_ended_total{code=\"INVALID_ARGUMENT\"}"), 1) << m.body;
+  EXPECT_EQ(SampleValue(m.body, "conveyor_sessions_ended_total{code=\"OK\"}"), 1) << m.body;
+  EXPECT_EQ(SampleValue(m.body, "conveyor_session_duration_seconds_count"), 1) << "a refusal is no session: " << m.body;
+  EXPECT_EQ(SampleValue(m.body, "conveyor_sessions_rejected_total{reason=\"invalid_spec\"}"), 1) << m.body;
 
   const std::string file = daemon.dir() + "/metrics.txt";
   WriteText(file, m.body);
@@ -152,17 +134,17 @@ TEST(DaemonMetrics, LiveExpositionPassesPromtoolAndCountsRejections) {
     HeldSession held(stub.get(), 64, 48);  // takes the only session
     ASSERT_TRUE(WaitForActiveSessions(stub.get(), 1, 10));
     EXPECT_EQ(TryOneMoreSession(stub.get()), grpc::StatusCode::RESOURCE_EXHAUSTED);
-    const Reply busy = Get(port, "/readyz");
+    const HttpReply busy = HttpGet(port, "/readyz");
     EXPECT_EQ(busy.status, 503) << "at the session cap: " << busy.body;
     EXPECT_NE(busy.body.find("session cap"), std::string::npos) << busy.body;
-    EXPECT_EQ(Sample(Get(port, "/metrics").body, "conveyor_ready"), 0) << "the same condition as /readyz";
+    EXPECT_EQ(SampleValue(HttpGet(port, "/metrics").body, "conveyor_ready"), 0) << "the same condition as /readyz";
     EXPECT_EQ(held.Join().status.error_code(), grpc::StatusCode::OK);
   }
-  const Reply metrics = Get(port, "/metrics");
+  const HttpReply metrics = HttpGet(port, "/metrics");
   ASSERT_EQ(metrics.status, 200);
   EXPECT_NE(metrics.body.find("conveyor_sessions_rejected_total{reason=\"session_cap\"} 1"), std::string::npos)
       << metrics.body;
-  EXPECT_EQ(Sample(metrics.body, "conveyor_sessions_ended_total{code=\"RESOURCE_EXHAUSTED\"}"), 1) << metrics.body;
+  EXPECT_EQ(SampleValue(metrics.body, "conveyor_sessions_ended_total{code=\"RESOURCE_EXHAUSTED\"}"), 1) << metrics.body;
   EXPECT_NE(metrics.body.find("conveyor_frames_out_total{device=\"cpu\",rendition=\"64x48\"} 5"), std::string::npos);
   const std::string file = daemon.dir() + "/metrics.txt";
   FILE* f = std::fopen(file.c_str(), "w");
@@ -178,20 +160,20 @@ TEST(DaemonMetrics, ReadyzIs503WhileDrainingAndHealthzStays200) {
   ASSERT_TRUE(daemon.ready()) << "conveyord did not start";
   const int port = daemon.metrics_port();
   ASSERT_GT(port, 0);
-  EXPECT_EQ(Get(port, "/readyz").status, 200);
-  EXPECT_EQ(Get(port, "/healthz").status, 200);
+  EXPECT_EQ(HttpGet(port, "/readyz").status, 200);
+  EXPECT_EQ(HttpGet(port, "/healthz").status, 200);
   auto stub = v1::Transcoder::NewStub(daemon.Channel());
   HeldSession held(stub.get(), 64, 48);  // keeps the drain going until released
   ASSERT_TRUE(WaitForActiveSessions(stub.get(), 1, 10));
   ASSERT_EQ(kill(daemon.pid(), SIGTERM), 0);
-  Reply ready;
-  EXPECT_TRUE(WaitUntil([&] { return (ready = Get(port, "/readyz")).status == 503; }, 10))
+  HttpReply ready;
+  EXPECT_TRUE(WaitUntil([&] { return (ready = HttpGet(port, "/readyz")).status == 503; }, 10))
       << "readyz answered " << ready.status << ": " << ready.body;
   EXPECT_NE(ready.body.find("draining"), std::string::npos) << ready.body;
-  EXPECT_EQ(Get(port, "/healthz").status, 200);
-  const Reply draining = Get(port, "/metrics");
-  EXPECT_EQ(Sample(draining.body, "conveyor_draining"), 1) << draining.body;
-  EXPECT_EQ(Sample(draining.body, "conveyor_ready"), 0) << draining.body;
+  EXPECT_EQ(HttpGet(port, "/healthz").status, 200);
+  const HttpReply draining = HttpGet(port, "/metrics");
+  EXPECT_EQ(SampleValue(draining.body, "conveyor_draining"), 1) << draining.body;
+  EXPECT_EQ(SampleValue(draining.body, "conveyor_ready"), 0) << draining.body;
   EXPECT_EQ(held.Join().status.error_code(), grpc::StatusCode::OK);  // the held session finishes
   EXPECT_EQ(daemon.Stop(), 0);
 }

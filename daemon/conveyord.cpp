@@ -51,6 +51,26 @@ constexpr double kMainLoopStaleS = 10;
 // second); a GPU wait that never returns shows here.
 constexpr double kWorkerStaleS = 10;
 
+// conveyor_tls_certificate_expiry_timestamp_seconds from the certificates `server` serves
+// and checks clients against, read at each scrape, so a reload shows at once; none
+// without TLS. The bindings must go before `server`.
+StatusOr<std::vector<metrics::ScopedCallback>> ExportTlsExpiry(Observability& observability,
+                                                               const RpcServer& server) {
+  std::vector<metrics::ScopedCallback> bindings;
+  const ReloadableServerTls* tls = server.tls();
+  if (tls == nullptr) return bindings;
+  ASSIGN_OR_RETURN(metrics::ScopedCallback served,
+                   observability.BindTlsExpiry("server", [tls] { return tls->server_not_after_s(); }));
+  bindings.push_back(std::move(served));
+  // Mutual TLS is on or off for the daemon's life: a reload cannot change it.
+  if (!tls->material().client_ca.empty()) {
+    ASSIGN_OR_RETURN(metrics::ScopedCallback ca,
+                     observability.BindTlsExpiry("client_ca", [tls] { return tls->client_ca_not_after_s(); }));
+    bindings.push_back(std::move(ca));
+  }
+  return bindings;
+}
+
 void LogIfError(const Status& s) {
   if (!s.ok()) spdlog::warn("{}", s.ToString());
 }
@@ -124,8 +144,13 @@ int Run(int argc, char** argv) {
     spdlog::error("{}", server.status().ToString());
     return 1;
   }
-  (*observability)->SetAccepting(true);
   for (const std::string& e : (*server)->endpoints()) spdlog::info("listening on {}", e);
+  StatusOr<std::vector<metrics::ScopedCallback>> tls_expiry = ExportTlsExpiry(**observability, **server);
+  if (!tls_expiry.ok()) {
+    spdlog::error("metrics: {}", tls_expiry.status().ToString());
+    return 1;
+  }
+  (*observability)->SetAccepting(true);
   // SIGHUP also reads the token file and the TLS files again.
   reloader.set_credential_reload([&server] { return (*server)->ReloadCredentials(); });
 

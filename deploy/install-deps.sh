@@ -8,7 +8,7 @@ packages=(
   cmake ninja-build g++ pkg-config
   ffmpeg libavcodec-dev libavformat-dev libavutil-dev libswscale-dev
   libcli11-dev libturbojpeg0-dev libjpeg62-turbo-dev libjpeg-turbo-progs
-  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libssl-dev
   libspdlog-dev libtomlplusplus-dev libcpp-httplib-dev libsystemd-dev
   hipcc libamdhip64-dev rocm-device-libs
 )

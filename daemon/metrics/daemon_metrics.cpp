@@ -216,6 +216,14 @@ StatusOr<DaemonMetrics> DaemonMetrics::Create(Registry& r, const BuildInfo& buil
                    r.AddCallbackGauge(Spec("conveyor_sessions_memory_budget_bytes",
                                            "The memory budget in force (limits.memory_budget_bytes, auto resolved), "
                                            "reloads included; +Inf when sessions are admitted by count only.")));
+  ASSIGN_OR_RETURN(m.tls_expiry_,
+                   r.AddCallbackGauge(Spec("conveyor_tls_certificate_expiry_timestamp_seconds",
+                                           "notAfter, as Unix time, of the TLS certificates the gRPC server holds "
+                                           "now (a SIGHUP reload included), by role: server, the certificate it "
+                                           "serves (server.tls_cert_file); client_ca, the first of the client CA "
+                                           "file's certificates to expire (server.tls_client_ca_file). Absent "
+                                           "without TLS or mutual TLS.",
+                                           {"role"}, 2)));
   ASSIGN_OR_RETURN(m.queue_depth_,
                    r.AddCallbackGauge(Spec("conveyor_queue_depth",
                                            "Frames queued for a worker and not yet started.",
@@ -414,6 +422,11 @@ StatusOr<ScopedCallback> DaemonMetrics::BindSessionsMemoryEstimate(std::function
 
 StatusOr<ScopedCallback> DaemonMetrics::BindSessionsMemoryBudget(std::function<double()> fn) {
   return sessions_memory_budget_->Bind({}, std::move(fn));
+}
+
+StatusOr<ScopedCallback> DaemonMetrics::BindTlsCertificateExpiry(const std::string& role,
+                                                                  std::function<double()> fn) {
+  return tls_expiry_->Bind({role}, std::move(fn));
 }
 
 StatusOr<ScopedCallback> DaemonMetrics::BindQueueDepth(const std::string& device, std::function<double()> fn) {

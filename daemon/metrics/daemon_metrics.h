@@ -148,6 +148,9 @@ class DaemonMetrics {
   // they are admitted against (limits.memory_budget_bytes resolved; +Inf: none).
   StatusOr<ScopedCallback> BindSessionsMemoryEstimate(std::function<double()> fn);
   StatusOr<ScopedCallback> BindSessionsMemoryBudget(std::function<double()> fn);
+  // The notAfter (Unix time) of a TLS certificate the gRPC server holds, by role: "server"
+  // (the certificate served) or "client_ca" (the earliest of the client CA file's).
+  StatusOr<ScopedCallback> BindTlsCertificateExpiry(const std::string& role, std::function<double()> fn);
   // `fn`: frames waiting for the device's worker.
   StatusOr<ScopedCallback> BindQueueDepth(const std::string& device, std::function<double()> fn);
 
@@ -195,6 +198,7 @@ class DaemonMetrics {
   CallbackGaugeFamily* sessions_max_ = nullptr;
   CallbackGaugeFamily* sessions_memory_estimate_ = nullptr;
   CallbackGaugeFamily* sessions_memory_budget_ = nullptr;
+  CallbackGaugeFamily* tls_expiry_ = nullptr;
 };
 
 }  // namespace conveyor::metrics

@@ -109,7 +109,21 @@ StatusOr<std::unique_ptr<ReloadableServerTls>> ReloadableServerTls::Create(const
   }
   tls->credentials_ = grpc::experimental::TlsServerCredentials(options);
   if (!tls->credentials_) return Internal("server TLS: gRPC refused the TLS credentials options");
+  tls->NoteExpiries();
   return tls;
+}
+
+void ReloadableServerTls::NoteExpiries() {
+  // LoadTlsMaterial has parsed every certificate already; NaN stands for one that still fails.
+  constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+  const StatusOr<std::vector<double>> served = CertificateExpiries(material_.cert_chain);
+  server_not_after_s_.store(served.ok() ? served->front() : kNone, std::memory_order_relaxed);
+  double ca = kNone;
+  if (!material_.client_ca.empty()) {
+    const StatusOr<std::vector<double>> cas = CertificateExpiries(material_.client_ca);
+    if (cas.ok()) ca = *std::min_element(cas->begin(), cas->end());
+  }
+  client_ca_not_after_s_.store(ca, std::memory_order_relaxed);
 }
 
 StatusOr<std::vector<std::string>> ReloadableServerTls::Replace(const TlsMaterial& material) {
@@ -144,6 +158,7 @@ StatusOr<std::vector<std::string>> ReloadableServerTls::Replace(const TlsMateria
     RETURN_IF_ERROR(Install(&client_ca_, std::move(ca_version), ca_mtime));
     material_.client_ca = material.client_ca;
   }
+  NoteExpiries();
   std::this_thread::sleep_for(std::chrono::seconds(kRefreshS) + kPickUpMargin);
   return changed;
 }

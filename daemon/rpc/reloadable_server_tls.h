@@ -9,6 +9,8 @@
 
 #include <sys/types.h>
 
+#include <atomic>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,6 +42,12 @@ class ReloadableServerTls {
   // For every TLS listener.
   const std::shared_ptr<grpc::ServerCredentials>& credentials() const { return credentials_; }
   const TlsMaterial& material() const { return material_; }
+  // The notAfter (Unix time) of the certificate served, the chain's first, and the
+  // earliest of the client CA's certificates (NaN without mutual TLS): the first of them to
+  // pass ends the clients' access. As of the last Create or Replace; read from any thread
+  // (a metrics scrape).
+  double server_not_after_s() const { return server_not_after_s_.load(std::memory_order_relaxed); }
+  double client_ca_not_after_s() const { return client_ca_not_after_s_.load(std::memory_order_relaxed); }
 
   // Hands `material` (checked by LoadTlsMaterial) to the watcher and returns once its next
   // read is due (kRefreshS and a margin), so that handshakes from then on use it;
@@ -66,8 +74,12 @@ class ReloadableServerTls {
   static StatusOr<UniqueFd> NewVersion(const char* name, const WatchedFile& file, const std::string& text,
                                        time_t* mtime_s);
   static Status Install(WatchedFile* file, UniqueFd version, time_t mtime_s);
+  // The expiries of material_.
+  void NoteExpiries();
 
   TlsMaterial material_;
+  std::atomic<double> server_not_after_s_{std::numeric_limits<double>::quiet_NaN()};
+  std::atomic<double> client_ca_not_after_s_{std::numeric_limits<double>::quiet_NaN()};
   WatchedFile identity_;   // the certificate chain, then the key: one file, so a pair is read whole
   WatchedFile client_ca_;  // absent without mutual TLS
   std::shared_ptr<grpc::experimental::FileWatcherCertificateProvider> provider_;

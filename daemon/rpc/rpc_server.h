@@ -49,6 +49,8 @@ class RpcServer {
   // ReloadableServerTls::kRefreshS, which this waits out). The settings whose files
   // changed.
   StatusOr<std::vector<std::string>> ReloadCredentials();
+  // The TCP listeners' TLS material, reloads included; null without TLS.
+  const ReloadableServerTls* tls() const { return tls_.get(); }
 
  private:
   RpcServer(SessionManager* manager, const std::string& version);

@@ -7,6 +7,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include <ctime>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -108,6 +109,20 @@ StatusOr<TlsMaterial> LoadTlsMaterial(const TlsFiles& files) {
         ParseCertificates("server.tls_client_ca_file", files.client_ca_file, m.client_ca).status());
   }
   return m;
+}
+
+StatusOr<std::vector<double>> CertificateExpiries(const std::string& pem) {
+  ASSIGN_OR_RETURN(std::vector<X509Ptr> certs, ParseCertificates("TLS", "a certificate's PEM", pem));
+  std::vector<double> expiries;
+  for (const X509Ptr& cert : certs) {
+    std::tm utc{};
+    if (ASN1_TIME_to_tm(X509_get0_notAfter(cert.get()), &utc) != 1) {
+      ERR_clear_error();
+      return InvalidArgument("TLS: a certificate's notAfter does not parse");
+    }
+    expiries.push_back(static_cast<double>(timegm(&utc)));
+  }
+  return expiries;
 }
 
 std::string DescribeCertificate(const std::string& pem) {

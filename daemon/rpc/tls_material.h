@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "status.h"
 
@@ -30,6 +31,10 @@ struct TlsMaterial {
 // the key of the first certificate, and a client CA file holds certificates that parse.
 // INVALID_ARGUMENT names the option and the file.
 StatusOr<TlsMaterial> LoadTlsMaterial(const TlsFiles& files);
+
+// The notAfter of each certificate of `pem`, in order, as Unix time. INVALID_ARGUMENT when
+// a certificate or its date does not parse, or there is none.
+StatusOr<std::vector<double>> CertificateExpiries(const std::string& pem);
 
 // The first certificate of `pem` for the log: "subject CN=a, issuer CN=b, serial 1F,
 // valid until Jan  2 10:00:00 2027 GMT"; "" when none parses.

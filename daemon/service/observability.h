@@ -49,6 +49,12 @@ class Observability {
   // conveyor_workers_cpu_fallback is 1 and /readyz, still 200, says so. Before Serve().
   void NoteCpuFallback(const std::string& reason);
 
+  // conveyor_tls_certificate_expiry_timestamp_seconds{role} from `fn` at each scrape; keep
+  // the binding no longer than what `fn` reads.
+  StatusOr<metrics::ScopedCallback> BindTlsExpiry(const std::string& role, std::function<double()> fn) {
+    return daemon_->BindTlsCertificateExpiry(role, std::move(fn));
+  }
+
   // The endpoint's address with its real port, or "" when there is none.
   std::string address() const { return endpoint_ ? endpoint_->address() : ""; }
   void Stop();

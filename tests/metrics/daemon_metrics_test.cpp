@@ -61,6 +61,8 @@ std::string PopulatedScrape(Registry& r) {
   ScopedCallback sessions_max = std::move(m->BindSessionsMax([] { return 64.0; }).value());
   ScopedCallback memory_estimate = std::move(m->BindSessionsMemoryEstimate([] { return 151496704.0; }).value());
   ScopedCallback memory_budget = std::move(m->BindSessionsMemoryBudget([] { return 262144000.0; }).value());
+  ScopedCallback tls_server = std::move(m->BindTlsCertificateExpiry("server", [] { return 1798761600.0; }).value());
+  ScopedCallback tls_ca = std::move(m->BindTlsCertificateExpiry("client_ca", [] { return 1893456000.0; }).value());
   for (const char* device : {"cpu", "gpu0"}) {
     DeviceMetrics d = m->ForDevice(device).value();
     d.frames_in->Inc(10);
@@ -160,6 +162,8 @@ TEST(DaemonMetrics, FullScrapeHasEveryFamily) {
            "conveyor_auth_failures_total{reason=\"unknown_token\"} 2\n",
            "conveyor_auth_failures_total{reason=\"missing\"} 0\n",
            "conveyor_auth_failures_total{reason=\"malformed\"} 0\n",
+           "conveyor_tls_certificate_expiry_timestamp_seconds{role=\"server\"} 1798761600\n",
+           "conveyor_tls_certificate_expiry_timestamp_seconds{role=\"client_ca\"} 1893456000\n",
        }) {
     EXPECT_NE(text.find(line), std::string::npos) << "missing: " << line << "in:\n" << text;
   }

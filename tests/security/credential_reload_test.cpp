@@ -17,6 +17,7 @@
 
 #include "conveyor/v1/transcoder.grpc.pb.h"
 #include "daemon_process.h"
+#include "metrics_scrape.h"
 #include "security_test_util.h"
 #include "synthetic_frame.h"
 #include "transcode_client.h"
@@ -43,11 +44,13 @@ const RotationPki& Pki2() {
     const std::string server_ext = "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n";
     MakeCert(p.dir, "ca-one", "", "");
     MakeCert(p.dir, "conveyord-one", "ca-one", server_ext);
+    MakeCert(p.dir, "conveyord-one-renewed", "ca-one", server_ext, /*days=*/30);
     MakeCert(p.dir, "ca-two", "", "");
     MakeCert(p.dir, "conveyord-two", "ca-two", server_ext);
     MakeCert(p.dir, "client-ca-one", "", "");
     MakeCert(p.dir, "client-one", "client-ca-one", "extendedKeyUsage=clientAuth\n");
     MakeCert(p.dir, "client-ca-two", "", "");
+    MakeCert(p.dir, "client-ca-long", "", "", /*days=*/30);
     MakeCert(p.dir, "client-two", "client-ca-two", "extendedKeyUsage=clientAuth\n");
     WriteText(p.dir + "/both-cas.pem", ReadText(p.dir + "/ca-one.pem") + ReadText(p.dir + "/ca-two.pem"));
     return p;
@@ -311,6 +314,35 @@ TEST_F(CredentialReload, ARenewedClientCaDecidesWhichClientsANewConnectionServes
   const TranscodeOutcome& out = held.Finish();
   ASSERT_TRUE(out.status.ok()) << out.status.error_message();
   EXPECT_EQ(Frames(out), 2u);
+}
+
+TEST_F(CredentialReload, TheExpiryGaugesAreTheCertificatesNotAfterAndFollowARenewal) {
+  Serve("conveyord-one");
+  WriteText(dir_ + "/client-ca.pem", ReadText(Pki2().file("client-ca-one", ".pem")));
+  Start({"--tls-client-ca-file", dir_ + "/client-ca.pem", "--metrics-listen", "127.0.0.1:0"});
+  const std::string server = "conveyor_tls_certificate_expiry_timestamp_seconds{role=\"server\"}";
+  const std::string client_ca = "conveyor_tls_certificate_expiry_timestamp_seconds{role=\"client_ca\"}";
+  const double one = NotAfter(Pki2().file("conveyord-one", ".pem"));
+  const double renewed = NotAfter(Pki2().file("conveyord-one-renewed", ".pem"));
+  const double ca_one = NotAfter(Pki2().file("client-ca-one", ".pem"));
+  ASSERT_GT(one, 0);
+  ASSERT_GT(renewed, one + 86400) << "the renewal must move the date for the check below to mean anything";
+  ASSERT_GT(NotAfter(Pki2().file("client-ca-long", ".pem")), ca_one + 86400);
+  auto scrape = [&] { return testing::HttpGet(daemon_->metrics_port(), "/metrics").body; };
+  std::string m = scrape();
+  EXPECT_EQ(testing::SampleValue(m, server), one) << m;
+  EXPECT_EQ(testing::SampleValue(m, client_ca), ca_one) << m;
+
+  // A renewed certificate, and a CA file whose first certificate outlives its second:
+  // the gauge shows the one that expires first.
+  Serve("conveyord-one-renewed");
+  WriteText(dir_ + "/client-ca.pem",
+            ReadText(Pki2().file("client-ca-long", ".pem")) + ReadText(Pki2().file("client-ca-one", ".pem")));
+  Reload();
+  EXPECT_EQ(Count("reload refused"), 0u) << ReadText(log_path());
+  m = scrape();
+  EXPECT_EQ(testing::SampleValue(m, server), renewed) << m;
+  EXPECT_EQ(testing::SampleValue(m, client_ca), ca_one) << m;
 }
 
 TEST_F(CredentialReload, AKeyPairThatDoesNotCheckOutIsRefusedAndTheOldCertificateStaysServed) {

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -19,20 +20,31 @@
 
 namespace conveyor::security_test {
 
-void MakeCert(const std::string& dir, const std::string& name, const std::string& ca, const std::string& ext) {
+void MakeCert(const std::string& dir, const std::string& name, const std::string& ca, const std::string& ext,
+              int days) {
+  const std::string valid = " -days " + std::to_string(days) + " ";
   const std::string key = " -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout " + dir + "/" + name +
                           ".key ";
   std::string cmd;
   if (ca.empty()) {
-    cmd = "openssl req -x509" + key + "-out " + dir + "/" + name + ".pem -days 2 -subj /CN=" + name +
+    cmd = "openssl req -x509" + key + "-out " + dir + "/" + name + ".pem" + valid + "-subj /CN=" + name +
           " -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign";
   } else {
     WriteText(dir + "/" + name + ".ext", ext);
     cmd = "openssl req" + key + "-out " + dir + "/" + name + ".csr -subj /CN=" + name + " && openssl x509 -req -in " +
           dir + "/" + name + ".csr -CA " + dir + "/" + ca + ".pem -CAkey " + dir + "/" + ca +
-          ".key -CAcreateserial -days 2 -out " + dir + "/" + name + ".pem -extfile " + dir + "/" + name + ".ext";
+          ".key -CAcreateserial" + valid + "-out " + dir + "/" + name + ".pem -extfile " + dir + "/" + name + ".ext";
   }
   ASSERT_EQ(e2e::Shell("(" + cmd + ") >" + dir + "/openssl.log 2>&1"), 0) << ReadText(dir + "/openssl.log");
+}
+
+double NotAfter(const std::string& pem_file) {
+  const std::string out = pem_file + ".not-after";
+  const std::string cmd = "date -u -d \"$(openssl x509 -noout -enddate -in '" + pem_file +
+                          "' | cut -d= -f2)\" +%s >'" + out + "' 2>&1";
+  if (e2e::Shell(cmd) != 0) return -1;
+  const std::string text = ReadText(out);
+  return text.empty() ? -1 : std::strtod(text.c_str(), nullptr);
 }
 
 namespace {

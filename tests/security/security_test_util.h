@@ -23,10 +23,15 @@ struct Pki {
 // Made once per test binary (EC P-256 keys: fast). Fails the test on an openssl error.
 const Pki& TestPki();
 
-// dir/NAME.key and dir/NAME.pem (subject CN=NAME): signed by dir/CA.pem and dir/CA.key
-// with the extensions in `ext` ("subjectAltName=...\n"), or a self-signed CA when `ca`
-// is empty.
-void MakeCert(const std::string& dir, const std::string& name, const std::string& ca, const std::string& ext);
+// dir/NAME.key and dir/NAME.pem (subject CN=NAME), valid for `days` from now: signed by
+// dir/CA.pem and dir/CA.key with the extensions in `ext` ("subjectAltName=...\n"), or a
+// self-signed CA when `ca` is empty.
+void MakeCert(const std::string& dir, const std::string& name, const std::string& ca, const std::string& ext,
+              int days = 2);
+
+// The notAfter of the certificate in `pem_file` as Unix time, as the openssl CLI reads it
+// (and date(1) converts it); -1 when that fails.
+double NotAfter(const std::string& pem_file);
 
 using conveyor::testing::ReadText;
 using conveyor::testing::StderrToFile;

@@ -24,6 +24,7 @@
 #include "endpoints_file.h"
 #include "ffmpeg_log.h"
 #include "gpu_encoder.h"
+#include "grpc_log.h"
 #include "heartbeat.h"
 #include "logging.h"
 #include "observability.h"
@@ -98,6 +99,7 @@ int Run(int argc, char** argv) {
     return 2;
   }
   RouteFfmpegLogToDaemonLog();
+  RouteGrpcLogToDaemonLog();
   spdlog::info("conveyord {} starting{}", config::ConveyorVersion(),
                cl->config_path.empty() ? "" : " with " + cl->config_path);
   for (const std::string& notice : cl->notices) spdlog::warn("{}", notice);

@@ -60,15 +60,6 @@ const RotationPki& Pki2() {
 
 bool LogHas(const std::string& log, const std::string& text) { return ReadText(log).find(text) != std::string::npos; }
 
-bool WaitUntil(const std::function<bool()>& done, double timeout_s) {
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > give_up) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return true;
-}
-
 // A channel with its own subchannel pool: its first call makes a new connection and a new
 // handshake, never one shared with an earlier channel.
 std::shared_ptr<grpc::Channel> NewConnection(int port, const std::string& ca_file, const std::string& cert = "",

@@ -33,18 +33,6 @@ using e2e::TranscodeCall;
 using e2e::TranscodeOutcome;
 using e2e::TranscodeStream;
 
-// TLS on a TCP port that the daemon picks (DaemonProcess::tcp_port()).
-std::vector<std::string> TlsFlags(bool mtls = false) {
-  const Pki& p = TestPki();
-  std::vector<std::string> f = {"--listen", "127.0.0.1:0", "--tls-cert-file", p.server_cert, "--tls-key-file",
-                                p.server_key};
-  if (mtls) {
-    f.push_back("--tls-client-ca-file");
-    f.push_back(p.ca);
-  }
-  return f;
-}
-
 // A few raw 64x48 RGB frames, one rendition at the source size.
 TranscodeCall RawCall(int frames) {
   TranscodeCall call;

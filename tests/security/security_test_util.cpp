@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -75,6 +76,26 @@ const Pki& TestPki() {
   return pki;
 }
 
+
+std::vector<std::string> TlsFlags(bool mtls) {
+  const Pki& p = TestPki();
+  std::vector<std::string> f = {"--listen", "127.0.0.1:0", "--tls-cert-file", p.server_cert, "--tls-key-file",
+                                p.server_key};
+  if (mtls) {
+    f.push_back("--tls-client-ca-file");
+    f.push_back(p.ca);
+  }
+  return f;
+}
+
+bool WaitUntil(const std::function<bool()>& done, double timeout_s) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > give_up) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
+}
 
 std::shared_ptr<grpc::Channel> TcpChannel(int port, const ChannelOptions& o) {
   const std::string target = "127.0.0.1:" + std::to_string(port);

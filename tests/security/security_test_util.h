@@ -3,8 +3,10 @@
 // one from an untrusted CA), and TLS/token channels.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <grpcpp/grpcpp.h>
 
@@ -36,6 +38,13 @@ double NotAfter(const std::string& pem_file);
 using conveyor::testing::ReadText;
 using conveyor::testing::StderrToFile;
 using conveyor::testing::WriteText;
+
+// conveyord's flags for TLS on a TCP port it picks (DaemonProcess::tcp_port()) with the test
+// PKI's server pair, and with `mtls` its CA as the client CA.
+std::vector<std::string> TlsFlags(bool mtls = false);
+
+// Polls `done` every 50 ms until it holds (true) or `timeout_s` passes (false).
+bool WaitUntil(const std::function<bool()>& done, double timeout_s);
 
 struct ChannelOptions {
   std::string ca_file;                // "" → plaintext

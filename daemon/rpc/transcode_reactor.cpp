@@ -5,8 +5,9 @@
 
 namespace conveyor {
 
-TranscodeReactor::TranscodeReactor(grpc::CallbackServerContext* context, SessionManager* manager, Caller caller)
-    : context_(context), manager_(manager), caller_(std::move(caller)) {
+TranscodeReactor::TranscodeReactor(grpc::CallbackServerContext* context, SessionManager* manager, AuditLog* audit,
+                                   Caller caller)
+    : context_(context), manager_(manager), audit_(audit), caller_(std::move(caller)) {
   StartRead(&request_);
 }
 
@@ -50,10 +51,12 @@ void TranscodeReactor::OnReadDone(bool ok) {
     const bool unix_peer = context_->peer().rfind("unix", 0) == 0;
     StatusOr<std::shared_ptr<Session>> created = manager_->Create(request_.spec(), caller_.owner, unix_peer);
     if (!created.ok()) {
+      audit_->SessionRefused(AuditPeer::Of(*context_), caller_, created.status());
       Close(created.status());
       return;
     }
     session_ = std::move(created).value();
+    audit_->SessionStarted(AuditPeer::Of(*context_), caller_, *session_);
     accepted_ = std::chrono::steady_clock::now();
     input_ = std::make_unique<SessionInput>(session_);
     session_->Start(this);

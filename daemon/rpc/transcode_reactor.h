@@ -14,6 +14,7 @@
 #include <grpcpp/alarm.h>
 #include <grpcpp/grpcpp.h>
 
+#include "audit_log.h"
 #include "auth.h"
 #include "conveyor/v1/transcoder.grpc.pb.h"
 #include "session_input.h"
@@ -24,8 +25,9 @@ namespace conveyor {
 class TranscodeReactor final : public grpc::ServerBidiReactor<v1::TranscodeRequest, v1::TranscodeResponse>,
                                public SessionSink {
  public:
-  // An authenticated call: its sessions are owned by `caller`.
-  TranscodeReactor(grpc::CallbackServerContext* context, SessionManager* manager, Caller caller);
+  // An authenticated call: its sessions are owned by `caller`; a refusal by the session
+  // manager (the cap, a drain) and the session's start go to `audit`.
+  TranscodeReactor(grpc::CallbackServerContext* context, SessionManager* manager, AuditLog* audit, Caller caller);
   // A refused call: finishes with `refusal` before reading anything.
   TranscodeReactor(grpc::CallbackServerContext* context, SessionManager* manager, const Status& refusal);
 
@@ -54,6 +56,7 @@ class TranscodeReactor final : public grpc::ServerBidiReactor<v1::TranscodeReque
 
   grpc::CallbackServerContext* const context_;
   SessionManager* const manager_;
+  AuditLog* const audit_ = nullptr;  // null for a refused call
   const Caller caller_;
   std::shared_ptr<Session> session_;
   // When the session was accepted (set before it starts, so before any Close): its

@@ -22,10 +22,13 @@ metrics::DaemonMetrics* TranscoderService::metrics() const {
   return m != nullptr ? m->daemon : nullptr;
 }
 
-StatusOr<Caller> TranscoderService::Authenticate(const grpc::CallbackServerContext& context) const {
+StatusOr<Caller> TranscoderService::Authenticate(const grpc::CallbackServerContext& context,
+                                                 metrics::RpcMethod method) {
   metrics::AuthFailure failure{};
   StatusOr<Caller> caller = authenticator()->Check(context, &failure);
-  if (!caller.ok() && metrics() != nullptr) metrics()->AuthFailures(failure).Inc();
+  if (caller.ok()) return caller;
+  if (metrics() != nullptr) metrics()->AuthFailures(failure).Inc();
+  audit_.AuthFailure(AuditPeer::Of(context), method, failure);
   return caller;
 }
 
@@ -37,9 +40,9 @@ void TranscoderService::Finish(grpc::ServerUnaryReactor* reactor, metrics::RpcMe
 
 grpc::ServerBidiReactor<v1::TranscodeRequest, v1::TranscodeResponse>* TranscoderService::Transcode(
     grpc::CallbackServerContext* context) {
-  StatusOr<Caller> caller = Authenticate(*context);
+  StatusOr<Caller> caller = Authenticate(*context, metrics::RpcMethod::kTranscode);
   if (!caller.ok()) return new TranscodeReactor(context, manager_, caller.status());
-  return new TranscodeReactor(context, manager_, std::move(caller).value());
+  return new TranscodeReactor(context, manager_, &audit_, std::move(caller).value());
 }
 
 grpc::ServerUnaryReactor* TranscoderService::GetServerStatus(grpc::CallbackServerContext* context,
@@ -47,7 +50,7 @@ grpc::ServerUnaryReactor* TranscoderService::GetServerStatus(grpc::CallbackServe
                                                              v1::ServerStatus* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   constexpr metrics::RpcMethod kMethod = metrics::RpcMethod::kGetServerStatus;
-  if (StatusOr<Caller> caller = Authenticate(*context); !caller.ok()) {
+  if (StatusOr<Caller> caller = Authenticate(*context, kMethod); !caller.ok()) {
     Finish(reactor, kMethod, caller.status());
     return reactor;
   }
@@ -82,7 +85,7 @@ grpc::ServerUnaryReactor* TranscoderService::ListSessions(grpc::CallbackServerCo
                                                           v1::ListSessionsResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   constexpr metrics::RpcMethod kMethod = metrics::RpcMethod::kListSessions;
-  StatusOr<Caller> caller = Authenticate(*context);
+  StatusOr<Caller> caller = Authenticate(*context, kMethod);
   if (!caller.ok()) {
     Finish(reactor, kMethod, caller.status());
     return reactor;
@@ -111,28 +114,26 @@ grpc::ServerUnaryReactor* TranscoderService::CancelSession(grpc::CallbackServerC
                                                            v1::CancelSessionResponse*) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   constexpr metrics::RpcMethod kMethod = metrics::RpcMethod::kCancelSession;
-  StatusOr<Caller> caller = Authenticate(*context);
+  StatusOr<Caller> caller = Authenticate(*context, kMethod);
   if (!caller.ok()) {
     Finish(reactor, kMethod, caller.status());
     return reactor;
   }
-  if (request->session_id().empty()) {
-    Finish(reactor, kMethod, InvalidArgument("session_id: required"));
+  const std::string& id = request->session_id();
+  std::optional<std::string> owner;  // none: no such session
+  for (const auto& s : manager_->List()) {
+    if (!id.empty() && s->id() == id) owner = s->owner();
+  }
+  // Who asked to cancel whose session, and what came of it.
+  auto finish = [&](const Status& outcome) {
+    audit_.Cancel(AuditPeer::Of(*context), *caller, id, owner, outcome);
+    Finish(reactor, kMethod, outcome);
     return reactor;
-  }
-  if (!caller->admin) {
-    // Another caller's session is answered as if it did not exist.
-    bool mine = false;
-    for (const auto& s : manager_->List()) {
-      if (s->id() == request->session_id() && MaySee(*caller, s->owner())) mine = true;
-    }
-    if (!mine) {
-      Finish(reactor, kMethod, NotFound("no session " + request->session_id()));
-      return reactor;
-    }
-  }
-  Finish(reactor, kMethod, manager_->Cancel(request->session_id()));
-  return reactor;
+  };
+  if (id.empty()) return finish(InvalidArgument("session_id: required"));
+  // Another caller's session is answered as if it did not exist.
+  if (!caller->admin && !(owner && MaySee(*caller, *owner))) return finish(NotFound("no session " + id));
+  return finish(manager_->Cancel(id));
 }
 
 }  // namespace conveyor

@@ -3,13 +3,14 @@
 // the scheduler's workers. With token auth, each call is checked first, and a caller sees
 // and cancels only the sessions it started (unless its token is admin). Every call counts
 // into conveyor_rpc_requests_total when it finishes, and a refused token into
-// conveyor_auth_failures_total.
+// conveyor_auth_failures_total; refusals, cancels and session starts go to the audit log.
 #pragma once
 
 #include <memory>
 #include <mutex>
 #include <string>
 
+#include "audit_log.h"
 #include "auth.h"
 #include "conveyor/v1/transcoder.grpc.pb.h"
 #include "session_manager.h"
@@ -38,8 +39,8 @@ class TranscoderService final : public v1::Transcoder::CallbackService {
                                           v1::CancelSessionResponse* response) override;
 
  private:
-  // The caller, or UNAUTHENTICATED, counted by reason.
-  StatusOr<Caller> Authenticate(const grpc::CallbackServerContext& context) const;
+  // The caller, or UNAUTHENTICATED, counted by reason and audited.
+  StatusOr<Caller> Authenticate(const grpc::CallbackServerContext& context, metrics::RpcMethod method);
   // Ends a unary call with `status`, counted under `method`.
   void Finish(grpc::ServerUnaryReactor* reactor, metrics::RpcMethod method, const Status& status) const;
   metrics::DaemonMetrics* metrics() const;  // null without metrics
@@ -48,6 +49,7 @@ class TranscoderService final : public v1::Transcoder::CallbackService {
   const std::string version_;
   mutable std::mutex auth_mu_;
   std::shared_ptr<const Authenticator> auth_ = std::make_shared<const Authenticator>();
+  AuditLog audit_;  // outlives the calls: the server is shut down before the service goes
 };
 
 }  // namespace conveyor

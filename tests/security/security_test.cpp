@@ -36,15 +36,7 @@ using e2e::TranscodeStream;
 // A few raw 64x48 RGB frames, one rendition at the source size.
 TranscodeCall RawCall(int frames) {
   TranscodeCall call;
-  v1::RawInput* raw = call.spec.mutable_raw();
-  raw->set_pixel_format(v1::PIXEL_FORMAT_RGB24);
-  raw->set_width(64);
-  raw->set_height(48);
-  raw->mutable_frame_rate()->set_num(25);
-  raw->mutable_frame_rate()->set_den(1);
-  raw->set_color_matrix(v1::COLOR_MATRIX_BT709);
-  v1::RenditionSpec* r = call.spec.add_renditions();
-  r->set_quality(85);
+  call.spec = RawSpec();
   call.deadline_s = 15;
   auto frame = std::make_shared<testing::SyntheticFrame>(testing::MakeSyntheticFrame(64, 48, PixelFormat::kRgb24, 5));
   call.send_input = [frame, frames](TranscodeStream* s) {

@@ -97,6 +97,19 @@ bool WaitUntil(const std::function<bool()>& done, double timeout_s) {
   return true;
 }
 
+v1::JobSpec RawSpec() {
+  v1::JobSpec spec;
+  v1::RawInput* raw = spec.mutable_raw();
+  raw->set_pixel_format(v1::PIXEL_FORMAT_RGB24);
+  raw->set_width(64);
+  raw->set_height(48);
+  raw->mutable_frame_rate()->set_num(25);
+  raw->mutable_frame_rate()->set_den(1);
+  raw->set_color_matrix(v1::COLOR_MATRIX_BT709);
+  spec.add_renditions()->set_quality(85);
+  return spec;
+}
+
 std::shared_ptr<grpc::Channel> TcpChannel(int port, const ChannelOptions& o) {
   const std::string target = "127.0.0.1:" + std::to_string(port);
   std::shared_ptr<grpc::ChannelCredentials> creds;

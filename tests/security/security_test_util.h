@@ -10,6 +10,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "conveyor/v1/transcoder.pb.h"
 #include "test_files.h"
 
 namespace conveyor::security_test {
@@ -45,6 +46,9 @@ std::vector<std::string> TlsFlags(bool mtls = false);
 
 // Polls `done` every 50 ms until it holds (true) or `timeout_s` passes (false).
 bool WaitUntil(const std::function<bool()>& done, double timeout_s);
+
+// A JobSpec for raw 64x48 RGB frames at 25 fps, one rendition at the source size.
+v1::JobSpec RawSpec();
 
 struct ChannelOptions {
   std::string ca_file;                // "" → plaintext

@@ -349,6 +349,7 @@ Status ContainerDecoder::OpenVideoDecoder() {
   video_.height = st->codecpar->height;
   video_.pix_fmt = static_cast<AVPixelFormat>(st->codecpar->format);
   video_.time_base = st->time_base;
+  video_.start_pts = st->start_time;
   video_.frame_rate = av_guess_frame_rate(fmt, st, nullptr);
   video_.sample_aspect = av_guess_sample_aspect_ratio(fmt, st, nullptr);
   video_.rotation_degrees = stream_rotation_;
@@ -423,7 +424,7 @@ Status ContainerDecoder::CheckWholeInput(bool error_at_end) {
     // A transport stream is whole packets of 188 bytes (192 in M2TS, 204 with FEC);
     // the demuxer drops a partial last one without a word.
     why = "the transport stream ends inside a packet (" + std::to_string(input_->bytes_read()) + " bytes)";
-  } else if (indexed > 0 && video_packets_ < indexed) {
+  } else if (indexed > 0 && video_packets_ < indexed && !sought_) {
     why = "the container lists " + std::to_string(indexed) + " video packets and " +
           std::to_string(video_packets_) + " arrived";
   }

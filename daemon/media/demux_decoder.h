@@ -114,6 +114,7 @@ struct VideoStreamInfo {
   AVRational frame_rate{0, 1};              // best guess; {0,1} when unknown
   AVRational sample_aspect{0, 1};           // {0,1} when unknown
   int rotation_degrees = 0;                 // clockwise rotation to apply for display: 0, 90, 180 or 270
+  int64_t start_pts = AV_NOPTS_VALUE;       // the stream's start_time: no frame is before it
   // The turn and mirror of the stream's display matrix, as the ffmpeg CLI's autorotate
   // applies it (display_orientation.h); odd_rotation: an angle it rotates by that is not
   // a multiple of 90 degrees (orientation identity then).
@@ -179,6 +180,16 @@ class ContainerDecoder {
   StatusOr<bool> Next(DecodedFrame* out);
 
   int64_t frames_decoded() const { return frames_; }
+  // Whether SeekBefore can move in the input: a client that sends any range of it
+  // (RandomAccess) or an input spooled to a file. A streamed input cannot.
+  bool can_seek() const { return options_.random_access.enabled || spool_ != nullptr; }
+  // demux_decoder_seek.cpp: moves the demuxer to the video keyframe at or before `pts`
+  // (in video().time_base; av_seek_frame with AVSEEK_FLAG_BACKWARD) and empties the
+  // decoder, so the next Next() decodes from there. The container's index decides which
+  // keyframe: one indexed by dts can lie after `pts` in presentation order, which the
+  // caller sees in the first frame's pts and answers with an earlier target. Not while a
+  // move to software is under way. The end-of-input packet count check is off afterwards.
+  Status SeekBefore(int64_t pts);
   // Moves decoding to a software decoder at the next keyframe without losing a frame: the
   // current decoder is drained of every frame before that keyframe, then a software
   // decoder (with its threads) starts at it; hw_failover() then says so, with `why`. For
@@ -286,6 +297,7 @@ class ContainerDecoder {
   int stream_rotation_ = 0;
   bool draining_ = false;
   bool finished_ = false;
+  bool sought_ = false;  // SeekBefore ran: video_packets_ no longer counts the whole stream
   int64_t frames_ = 0;
   int64_t video_packets_ = 0;
   double demux_seconds_ = 0;

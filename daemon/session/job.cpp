@@ -42,6 +42,44 @@ Status CheckSize(int w, int h, const JobLimits& limits, const std::string& field
   return OkStatus();
 }
 
+// A time in seconds the client sent: finite and not negative.
+Status CheckSeconds(double seconds, const std::string& field) {
+  if (!std::isfinite(seconds) || seconds < 0) {
+    return InvalidArgument(field + ": " + std::to_string(seconds) + " is not a finite number of seconds >= 0");
+  }
+  return OkStatus();
+}
+
+StatusOr<SelectionSpec> ParseSelection(const v1::JobSpec& spec) {
+  SelectionSpec s;
+  const double start = spec.has_start_seconds() ? spec.start_seconds() : 0;
+  if (spec.has_start_seconds()) {
+    RETURN_IF_ERROR(CheckSeconds(start, "spec.start_seconds"));
+    s.start_seconds = start;
+  }
+  if (spec.has_end_seconds() && spec.has_duration_seconds()) {
+    return InvalidArgument("spec.end_seconds: set end_seconds or duration_seconds, not both");
+  }
+  if (spec.has_end_seconds()) {
+    RETURN_IF_ERROR(CheckSeconds(spec.end_seconds(), "spec.end_seconds"));
+    if (spec.end_seconds() <= start) {
+      return InvalidArgument("spec.end_seconds: " + std::to_string(spec.end_seconds()) +
+                             " is not after start_seconds (" + std::to_string(start) + ")");
+    }
+    s.end_seconds = spec.end_seconds();
+  }
+  if (spec.has_duration_seconds()) {
+    RETURN_IF_ERROR(CheckSeconds(spec.duration_seconds(), "spec.duration_seconds"));
+    if (spec.duration_seconds() <= 0) return InvalidArgument("spec.duration_seconds: must be > 0");
+    s.end_seconds = start + spec.duration_seconds();
+  }
+  if (spec.max_frames() < 0) {
+    return InvalidArgument("spec.max_frames: " + std::to_string(spec.max_frames()) + " is negative");
+  }
+  s.max_frames = spec.max_frames();
+  return s;
+}
+
 }  // namespace
 
 StatusOr<Job> ParseJobSpec(const v1::JobSpec& spec, const JobLimits& limits) {
@@ -177,6 +215,7 @@ StatusOr<Job> ParseJobSpec(const v1::JobSpec& spec, const JobLimits& limits) {
   if (!job.container_input && job.deinterlace == Job::Deinterlace::kOn) {
     return InvalidArgument("spec.deinterlace: DEINTERLACE_ON needs container input (raw frames carry no fields)");
   }
+  ASSIGN_OR_RETURN(job.selection, ParseSelection(spec));
   return job;
 }
 

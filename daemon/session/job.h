@@ -10,6 +10,7 @@
 
 #include "conveyor/v1/transcoder.pb.h"
 #include "frame.h"
+#include "frame_selection.h"
 #include "hw_decode.h"
 #include "muxer.h"
 #include "status.h"
@@ -56,6 +57,7 @@ struct Job {
   bool autorotate = true;  // JobSpec.autorotate (absent: true)
   enum class Deinterlace { kAuto, kOn, kOff } deinterlace = Deinterlace::kAuto;  // JobSpec.deinterlace
   std::optional<media::DecodeMode> decode;  // JobSpec.decode; none: the daemon's decode.mode
+  SelectionSpec selection;  // JobSpec's start/end/duration_seconds and max_frames
   std::string label;
 
   size_t RawFrameBytes() const { return PackedFrameSize(raw_format, raw_width, raw_height); }

@@ -3,8 +3,10 @@
 // into frames for the worker.
 #include "session.h"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -13,6 +15,7 @@
 #include "deinterlace_window.h"
 #include "demux_decoder.h"
 #include "frame_convert.h"
+#include "frame_selection.h"
 
 extern "C" {
 #include <libavutil/frame.h>
@@ -23,6 +26,7 @@ namespace {
 
 // Decoder and demuxer failures are the client's data, except a cancel.
 Status AsInputError(const Status& s) {
+  if (s.ok()) return s;
   // UNAVAILABLE: the video engines failed a session that requires them (decode gpu).
   if (s.code() == StatusCode::kCancelled || s.code() == StatusCode::kFailedPrecondition ||
       s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kResourceExhausted ||
@@ -185,8 +189,12 @@ Status Session::RunContainer() {
                               media::DisplayOrientation{v.orientation, v.rotation_degrees, v.odd_rotation},
                               v.field_order,
                               audio ? audio->codecpar : nullptr, audio ? audio->time_base : AVRational{0, 1}));
+  FrameSelection selection(job_.selection, v.time_base.num, v.time_base.den);
   if (audio != nullptr) {
-    decoder->SetAudioSink([this](const AVPacket& packet) -> Status {
+    const AVRational audio_tb = audio->time_base;
+    decoder->SetAudioSink([this, &selection, audio_tb](const AVPacket& packet) -> Status {
+      // The audio of the selected time range only, as the ffmpeg CLI trims both streams.
+      if (packet.pts != AV_NOPTS_VALUE && !selection.Covers(packet.pts * av_q2d(audio_tb))) return OkStatus();
       std::lock_guard<std::mutex> lock(mux_mu_);
       for (auto& m : muxers_) RETURN_IF_ERROR(m->WriteAudio(packet));
       return OkStatus();
@@ -215,6 +223,24 @@ Status Session::RunContainer() {
   };
   // The device frames on their way to the worker; the decoder's surfaces are bounded.
   auto surfaces = std::make_shared<media::SurfaceGate>(options_.held_device_frames);
+  // start_seconds on an input that can seek: decoding starts at the keyframe before it.
+  // The first frame decoded shows whether the container's index found one early enough
+  // (an index by dts can point past frames due before start); if not, the seek goes back
+  // a second, then two, ... until it does or reaches the stream's start.
+  const int64_t stream_start = v.start_pts == AV_NOPTS_VALUE ? 0 : v.start_pts;
+  const int64_t start_target =
+      decoder->can_seek() ? selection.SeekTarget().value_or(stream_start) : stream_start;
+  int64_t seek_target = start_target;
+  int64_t seek_back = std::max<int64_t>(1, v.time_base.num > 0 ? v.time_base.den / v.time_base.num : 1);
+  bool check_seek = false;
+  if (seek_target > stream_start) {
+    RETURN_IF_ERROR(AsInputError(decoder->SeekBefore(seek_target)));
+    check_seek = true;
+  }
+  auto end_input = [&]() -> Status {
+    if (auto last = window.Finish()) RETURN_IF_ERROR(submit(std::move(*last)));
+    return OkStatus();
+  };
   for (;;) {
     const auto waiting = std::chrono::steady_clock::now();
     while (!surfaces->WaitForRoom(std::chrono::milliseconds(100))) {
@@ -254,7 +280,7 @@ Status Session::RunContainer() {
     }
     if (!more.ok()) return AsInputError(more.status());
     if (!*more) {
-      if (auto last = window.Finish()) RETURN_IF_ERROR(submit(std::move(*last)));
+      RETURN_IF_ERROR(end_input());
       if (frames_in_.load() == 0 && decoder->damage().decode_errors > 0) {
         return InvalidArgument("input: no frame could be decoded (" +
                                std::to_string(decoder->damage().decode_errors) +
@@ -270,6 +296,20 @@ Status Session::RunContainer() {
     frames_in_++;
     meter_.FrameIn();
     meter_.Decoded(decode_seconds);
+    const int64_t pts = f.pts == AV_NOPTS_VALUE ? f.number : f.pts;
+    if (check_seek) {
+      check_seek = false;
+      if (pts > start_target && seek_target > stream_start) {
+        seek_target = std::max(stream_start, seek_target - seek_back);
+        seek_back *= 2;
+        RETURN_IF_ERROR(AsInputError(decoder->SeekBefore(seek_target)));
+        check_seek = true;
+        continue;
+      }
+    }
+    const FrameSelection::Verdict verdict = selection.Decide(pts);
+    if (verdict == FrameSelection::Verdict::kDrop) continue;
+    if (verdict == FrameSelection::Verdict::kStop) return end_input();
     std::shared_ptr<void> keepalive;
     StatusOr<media::ConvertedFrame> converted = Status();
     FrameRequest::DeviceInput device;
@@ -295,7 +335,6 @@ Status Session::RunContainer() {
       keepalive = buffer;
     }
     if (!converted.ok()) return AsInputError(converted.status());
-    const int64_t pts = f.pts == AV_NOPTS_VALUE ? f.number : f.pts;
     if (job_.container_output && have_last_pts && pts <= last_pts) {
       // A muxer takes only increasing pts; the ffmpeg CLI drops such a frame too.
       frames_dropped_++;
@@ -310,12 +349,12 @@ Status Session::RunContainer() {
     last_pts = pts;
     if (!may_deinterlace) {
       RETURN_IF_ERROR(SubmitFrame(converted->view, pts, std::move(keepalive), nullptr, nullptr, device));
-      continue;
-    }
-    if (auto ready =
-            window.Push({converted->view, pts, std::move(keepalive), f.interlaced, f.top_field_first, device})) {
+    } else if (auto ready = window.Push(
+                   {converted->view, pts, std::move(keepalive), f.interlaced, f.top_field_first, device})) {
       RETURN_IF_ERROR(submit(std::move(*ready)));
     }
+    // max_frames reached: the input is read no further (the call ends; see JobSpec).
+    if (selection.done()) return end_input();
   }
 }
 

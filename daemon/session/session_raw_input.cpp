@@ -12,6 +12,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "frame_selection.h"
+
 namespace conveyor {
 
 // Frames must come in presentation order with increasing pts: a container muxer cannot
@@ -197,6 +199,8 @@ void Session::ReturnAssemblyRing() {
 }
 
 Status Session::SubmitRawFrames() {
+  // pts are in units of 1/frame_rate (RawFrameChunk.pts).
+  FrameSelection selection(job_.selection, job_.frame_rate_den, job_.frame_rate_num);
   for (;;) {
     RawFrame frame;
     bool resume = false;
@@ -229,6 +233,13 @@ Status Session::SubmitRawFrames() {
       if (sink_ != nullptr && !closed_) sink_->ResumeReading();
     }
     meter_.FrameIn();
+    const FrameSelection::Verdict verdict = selection.Decide(frame.pts);
+    if (verdict != FrameSelection::Verdict::kKeep) {
+      // A frame not encoded is done with at once: its shared-memory slot goes back.
+      if (frame.shared_slot >= 0) ReleaseSharedSlot(frame.shared_slot);
+      if (verdict == FrameSelection::Verdict::kStop) return OkStatus();
+      continue;
+    }
     ASSIGN_OR_RETURN(FrameView view, MakePackedFrameView(frame.data, frame.size, job_.raw_width, job_.raw_height,
                                                          job_.raw_format, job_.raw_matrix, job_.raw_range));
     std::function<void()> released;
@@ -238,6 +249,7 @@ Status Session::SubmitRawFrames() {
       };
     }
     RETURN_IF_ERROR(SubmitFrame(view, frame.pts, std::move(frame.keepalive), std::move(released)));
+    if (selection.done()) return OkStatus();  // max_frames: the input is read no further
   }
 }
 

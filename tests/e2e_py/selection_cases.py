@@ -1,0 +1,244 @@
+"""End-to-end cases of frame selection (JobSpec start/end/duration_seconds, max_frames),
+each held to the ffmpeg CLI on the same file.
+
+The clip is 10 s of testsrc2 at 25 fps, H.264 with a keyframe every 25 frames, in Matroska
+and in a faststart MP4. For each selection the expected frames are the source's frames
+(their pts from ffprobe, in the stream's time base) that the selection's definition keeps;
+conveyord's JPEGs must carry exactly those pts, in order, and each must match the ffmpeg
+CLI's decode of that frame (PSNR per frame, far above what the frame next to it gets).
+Where the ffmpeg CLI's own options select the same frames (`-ss S -to E` before -i,
+`-t`, `-frames:v N`), its output is the reference, and its frame
+count must be ours. The input is streamed (decoded from the start, frames before start
+dropped) and seekable (the demuxer seeks, so fewer frames are decoded). A selection that
+ends before the input does ends the call OK while the client is still sending; the
+client's later writes go nowhere. Bad selections get INVALID_ARGUMENT naming the field.
+"""
+
+import time
+
+import conveyor_harness as h
+import random_access_cases
+from conveyor_harness import check, log
+
+CASES = []
+
+
+def case(fn):
+    CASES.append(fn)
+    return fn
+
+
+W, H, RATE, SECONDS, GOP = 320, 240, 25, 10, 25
+FRAME_BYTES = W * H * 3 // 2
+
+
+def make_clips(ctx):
+    src = ["-f", "lavfi", "-i", "testsrc2=size=%dx%d:rate=%d" % (W, H, RATE), "-t", str(SECONDS), "-c:v", "libx264",
+           "-preset", "veryfast", "-g", str(GOP), "-pix_fmt", "yuv420p"]
+    mkv, mp4 = ctx.path("clip.mkv"), ctx.path("clip.mp4")
+    h.ffmpeg(*(src + [mkv]))
+    h.ffmpeg(*(src + ["-movflags", "faststart", mp4]))
+    return mkv, mp4
+
+
+def source_frames(path):
+    """(time_base (num, den), [pts of each decoded frame in presentation order])."""
+    args = ["-select_streams", "v:0", "-show_entries", "stream=time_base:frame=pts,best_effort_timestamp"]
+    j = h.ffprobe_json(path, *args)
+    num, den = (int(x) for x in j["streams"][0]["time_base"].split("/"))
+    pts = [f.get("pts", f.get("best_effort_timestamp")) for f in j["frames"]]
+    check(None not in pts, "%s: a frame without pts" % path)
+    return (num, den), pts
+
+
+def cli_decode(ctx, path, tag, before_input=(), after_input=()):
+    """The ffmpeg CLI's frames (raw yuv420p, one per decoded frame, none duplicated)."""
+    out = ctx.path(tag + ".cli.yuv")
+    h.ffmpeg(*(list(before_input) + ["-i", path] + list(after_input) +
+               ["-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "yuv420p", out]))
+    with open(out, "rb") as f:
+        data = f.read()
+    check(len(data) % FRAME_BYTES == 0, "%s: the CLI gave %d bytes, not whole frames" % (tag, len(data)))
+    return [data[k:k + FRAME_BYTES] for k in range(0, len(data), FRAME_BYTES)]
+
+
+def decode_jpegs(ctx, frames, tag):
+    pattern = h.write_jpeg_sequence(frames, ctx.path(tag + "_jpeg"))
+    out = ctx.path(tag + ".ours.yuv")
+    h.ffmpeg("-f", "image2", "-i", pattern, "-f", "rawvideo", "-pix_fmt", "yuvj420p", out)
+    with open(out, "rb") as f:
+        data = f.read()
+    return [data[k:k + FRAME_BYTES] for k in range(0, len(data), FRAME_BYTES)]
+
+
+def expected_pts(tb, pts, start=None, end=None, max_frames=0):
+    """The selection's definition: pts at or after start, before end, the first max_frames."""
+    seconds = lambda p: p * tb[0] / tb[1]  # noqa: E731
+    kept = [p for p in pts if (start is None or seconds(p) >= start) and (end is None or seconds(p) < end)]
+    return kept[:max_frames] if max_frames else kept
+
+
+def spec(pb, seekable=False, size=0, **selection):
+    s = pb.JobSpec(container=pb.ContainerInput(seekable=seekable, size=size), client_label="pye2e selection",
+                   **selection)
+    s.renditions.append(pb.RenditionSpec())
+    return s
+
+
+def check_frames_match(ours, ref, tag):
+    """Frame k of ours against frame k of ref: Y PSNR well above that against frame k+-1."""
+    check(len(ours) == len(ref), "%s: %d frames decoded from the JPEGs, %d references" % (tag, len(ours), len(ref)))
+    worst = None
+    for k in range(len(ours)):
+        p = h.psnr_limited_ref_vs_jpeg(ref[k], ours[k], W, H, 1)
+        check(p["y"] >= 30.0, "%s frame %d: Y PSNR %.2f dB against the CLI's frame, want >= 30" % (tag, k, p["y"]))
+        worst = p["y"] if worst is None else min(worst, p["y"])
+        for j in (k - 1, k + 1):
+            if 0 <= j < len(ref):
+                other = h.psnr_limited_ref_vs_jpeg(ref[j], ours[k], W, H, 1)["y"]
+                check(other < p["y"] - 3.0, "%s frame %d: matches the CLI's frame %d (%.2f dB) about as well as its "
+                      "own (%.2f dB)" % (tag, k, j, other, p["y"]))
+    return worst
+
+
+class CountingInput:
+    """Streams a file in small chunks, slowly, and counts what the call took."""
+
+    def __init__(self, pb, path, chunk=8192, pause_s=0.01):
+        with open(path, "rb") as f:
+            self.data = f.read()
+        self.pb, self.chunk, self.pause_s = pb, chunk, pause_s
+        self.sent = 0
+        self.chunks = (len(self.data) + chunk - 1) // chunk
+
+    def __iter__(self):
+        for off in range(0, len(self.data), self.chunk):
+            self.sent += 1
+            yield self.pb.TranscodeRequest(container_chunk=self.data[off:off + self.chunk])
+            time.sleep(self.pause_s)
+
+
+# name, JobSpec selection fields, ffmpeg options before -i / after -i (None: the CLI's own
+# options select otherwise), expected-pts arguments.
+SELECTIONS = [
+    ("ss2.3_to5.7", dict(start_seconds=2.3, end_seconds=5.7), (["-ss", "2.3", "-to", "5.7"], []),
+     dict(start=2.3, end=5.7)),
+    ("ss3_t2", dict(start_seconds=3.0, duration_seconds=2.0), (["-ss", "3", "-t", "2"], []), dict(start=3.0, end=5.0)),
+    ("ss2.52_to3.04", dict(start_seconds=2.52, end_seconds=3.04), (["-ss", "2.52", "-to", "3.04"], []),
+     dict(start=2.52, end=3.04)),
+    ("frames7", dict(max_frames=7), ([], ["-frames:v", "7"]), dict(max_frames=7)),
+    ("ss6.1_frames5", dict(start_seconds=6.1, max_frames=5), (["-ss", "6.1"], ["-frames:v", "5"]),
+     dict(start=6.1, max_frames=5)),
+    # The ffmpeg CLI's trim measures -to/-t from the first frame it keeps, so with a start
+    # between frames it keeps 2.60 s as well; the selection's end is start + duration.
+    ("ss2.5_to2.6", dict(start_seconds=2.5, end_seconds=2.6), None, dict(start=2.5, end=2.6)),
+]
+
+
+@case
+def selection_vs_ffmpeg_cli(ctx):
+    pb = ctx.pb
+    mkv, mp4 = make_clips(ctx)
+    failures = []
+    for path, fmt in ((mkv, "mkv"), (mp4, "mp4")):
+        tb, all_pts = source_frames(path)
+        check(len(all_pts) == RATE * SECONDS, "%s: ffprobe decodes %d frames" % (fmt, len(all_pts)))
+        full = cli_decode(ctx, path, fmt + "_full")
+        with open(path, "rb") as f:
+            data = f.read()
+        for name, fields, cli, want_args in SELECTIONS:
+            want = expected_pts(tb, all_pts, **want_args)
+            ref = [full[all_pts.index(p)] for p in want]
+            if cli is not None:
+                via_cli = cli_decode(ctx, path, "%s_%s" % (fmt, name), cli[0], cli[1])
+                check(len(via_cli) == len(want), "%s %s: the ffmpeg CLI gives %d frames, the definition %d" %
+                      (fmt, name, len(via_cli), len(want)))
+                ref = via_cli
+            runs = [("streamed", lambda: h.transcode(ctx.stub, pb, spec(pb, **fields),
+                                                     h.bytes_requests(pb, data, 16384))),
+                    ("seekable", lambda: random_access_cases.SeekingClient(ctx, data).run(
+                        spec(pb, True, len(data), **fields)))]
+            for how, call in runs:
+                tag = "%s_%s_%s" % (fmt, name, how)
+                try:
+                    o = call()
+                    h.expect_ok(o, tag)
+                    tbo = (o.started.time_base.num, o.started.time_base.den)
+                    check(tbo == tb, "%s: Started.time_base %s, the stream's %s" % (tag, tbo, tb))
+                    got = [f.pts for f in o.frames[0]]
+                    check(got == want, "%s: pts %s, want %s" % (tag, got, want))
+                    worst = check_frames_match(decode_jpegs(ctx, o.frames[0], tag), ref, tag)
+                    s = o.summary
+                    check(s.frames_out == len(want), "%s: Summary.frames_out %d" % (tag, s.frames_out))
+                    first = all_pts.index(want[0])
+                    if how == "streamed":
+                        # Decoded from the beginning, and no further than the frame after the last.
+                        check(s.frames_in >= first + len(want), "%s: frames_in %d" % (tag, s.frames_in))
+                        check(s.frames_in <= first + len(want) + 1, "%s: frames_in %d, read past the end" %
+                              (tag, s.frames_in))
+                    elif first >= GOP:
+                        # From the keyframe before start (a GOP at most, and a second more
+                        # where the index pointed past start).
+                        check(s.frames_in <= len(want) + 2 * GOP + 1,
+                              "%s: frames_in %d for %d frames from frame %d: no seek?" %
+                              (tag, s.frames_in, len(want), first))
+                    log("%-28s OK: %3d frames, pts %s..%s, frames_in %d, read_requests %d, worst Y %.2f dB" %
+                        (tag, len(got), got[0], got[-1], s.frames_in, s.read_requests, worst))
+                except h.CheckFailed as e:
+                    failures.append(str(e))
+    check(not failures, "%d problem(s):\n  " % len(failures) + "\n  ".join(failures))
+
+
+@case
+def selection_ends_a_streamed_input_early(ctx):
+    pb = ctx.pb
+    mkv, _ = make_clips(ctx)
+    failures = []
+    for name, fields in (("end 2 s", dict(end_seconds=2.0)), ("5 frames", dict(max_frames=5))):
+        source = CountingInput(pb, mkv)
+        o = h.transcode(ctx.stub, pb, spec(pb, **fields), source, timeout_s=60)
+        log("%-8s %s: %d frames, the client sent %d of %d chunks, %.2f s" %
+            (name, o.describe(), len(o.frames.get(0, [])), source.sent, source.chunks, o.seconds))
+        try:
+            h.expect_ok(o, name)
+            check(source.sent < source.chunks // 2, "%s: the call took %d of %d chunks before it ended" %
+                  (name, source.sent, source.chunks))
+        except h.CheckFailed as e:
+            failures.append(str(e))
+    # Raw input: pts in 1/frame_rate; start 0.2 s is pts 5 at 25 fps.
+    frame = bytes([128]) * FRAME_BYTES
+    raw = pb.JobSpec(raw=pb.RawInput(pixel_format=pb.PIXEL_FORMAT_YUV420P, width=W, height=H,
+                                     frame_rate=pb.Rational(num=25, den=1)), start_seconds=0.2, max_frames=4)
+    raw.renditions.append(pb.RenditionSpec())
+    o = h.transcode(ctx.stub, pb, raw, h.raw_frame_requests(pb, ((p, frame) for p in range(40))))
+    try:
+        h.expect_ok(o, "raw")
+        got = [f.pts for f in o.frames[0]]
+        check(got == [5, 6, 7, 8], "raw: pts %s, want [5, 6, 7, 8]" % got)
+    except h.CheckFailed as e:
+        failures.append(str(e))
+    check(not failures, "%d problem(s):\n  " % len(failures) + "\n  ".join(failures))
+
+
+@case
+def selection_bad_specs(ctx):
+    pb = ctx.pb
+    INVALID = ctx.grpc.StatusCode.INVALID_ARGUMENT
+    bad = [
+        ("negative start", dict(start_seconds=-1.0), "spec.start_seconds"),
+        ("NaN start", dict(start_seconds=float("nan")), "spec.start_seconds"),
+        ("end before start", dict(start_seconds=3.0, end_seconds=2.0), "spec.end_seconds"),
+        ("end at start", dict(start_seconds=3.0, end_seconds=3.0), "spec.end_seconds"),
+        ("end 0", dict(end_seconds=0.0), "spec.end_seconds"),
+        ("end and duration", dict(end_seconds=3.0, duration_seconds=1.0), "spec.end_seconds"),
+        ("zero duration", dict(duration_seconds=0.0), "spec.duration_seconds"),
+        ("infinite duration", dict(duration_seconds=float("inf")), "spec.duration_seconds"),
+        ("negative max_frames", dict(max_frames=-1), "spec.max_frames"),
+    ]
+    failures = []
+    for name, fields, needle in bad:
+        o = h.transcode(ctx.stub, pb, spec(pb, **fields), timeout_s=20)
+        log("%-20s %s" % (name, o.describe()))
+        if o.code != INVALID or needle not in o.details:
+            failures.append("%s: got %s, want INVALID_ARGUMENT naming %s" % (name, o.describe(), needle))
+    check(not failures, "%d problem(s):\n  " % len(failures) + "\n  ".join(failures))

@@ -69,6 +69,7 @@ Status ContainerDecoder::OpenCodec(const AVCodec* decoder, const AVStream* st, b
   ctx->thread_count = options_.threads;
   ctx->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
   if (options_.max_pixels > 0) ctx->max_pixels = options_.max_pixels;  // also bounds size changes mid-stream
+  if (options_.keyframes_only) ctx->skip_frame = AVDISCARD_NONKEY;
   if (hardware) RETURN_IF_ERROR(AttachHwDevice(ctx.get(), *options_.hw_device, &hw_state_, options_.hw_held_frames));
   err = avcodec_open2(ctx.get(), decoder, nullptr);
   if (err < 0) return FfmpegError(err, (std::string("avcodec_open2(") + decoder->name + ")").c_str());

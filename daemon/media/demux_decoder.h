@@ -88,6 +88,9 @@ struct DecoderOptions {
   // For tests of the failover: the engines' decode of this video packet (0-based) counts as
   // failed, as an error of the hwaccel would. -1: never.
   int64_t hw_fault_at_packet = -1;
+  // The decoder discards every frame but keyframes (skip_frame = AVDISCARD_NONKEY), on the
+  // CPU and on the video engines alike (demux_decoder_hw.cpp says why).
+  bool keyframes_only = false;
 };
 
 // What a damaged input cost, as far as the decoder could tell (strict off).

@@ -27,6 +27,10 @@ std::string StreamShape(const AVCodecContext* c) {
 
 }  // namespace
 
+// keyframes_only (DecoderOptions) needs nothing here: FFmpeg's hwaccel decodes through the
+// same codec context as software, and its decoders (h264, hevc, vp9, av1, mpeg2) apply
+// skip_frame while parsing, before a picture is handed to the engines, so a discarded
+// frame never reaches NVDEC or VCN and costs only its parsing.
 StatusOr<bool> ContainerDecoder::OfferHardware(const AVCodec* decoder) {
   video_codec_ = decoder;
   const HwDecodeDevice* device = options_.hw_device.get();

@@ -14,6 +14,7 @@ struct SelectionSpec {
   std::optional<double> start_seconds;
   std::optional<double> end_seconds;
   int64_t max_frames = 0;
+  bool keyframes_only = false;  // carried out by the decoder (AVDISCARD_NONKEY), not here
 };
 
 class FrameSelection {

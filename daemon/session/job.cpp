@@ -50,7 +50,7 @@ Status CheckSeconds(double seconds, const std::string& field) {
   return OkStatus();
 }
 
-StatusOr<SelectionSpec> ParseSelection(const v1::JobSpec& spec) {
+StatusOr<SelectionSpec> ParseSelection(const v1::JobSpec& spec, bool container_input) {
   SelectionSpec s;
   const double start = spec.has_start_seconds() ? spec.start_seconds() : 0;
   if (spec.has_start_seconds()) {
@@ -77,6 +77,10 @@ StatusOr<SelectionSpec> ParseSelection(const v1::JobSpec& spec) {
     return InvalidArgument("spec.max_frames: " + std::to_string(spec.max_frames()) + " is negative");
   }
   s.max_frames = spec.max_frames();
+  s.keyframes_only = spec.keyframes_only();
+  if (s.keyframes_only && !container_input) {
+    return InvalidArgument("spec.keyframes_only: needs container input (raw frames are not coded)");
+  }
   return s;
 }
 
@@ -215,7 +219,7 @@ StatusOr<Job> ParseJobSpec(const v1::JobSpec& spec, const JobLimits& limits) {
   if (!job.container_input && job.deinterlace == Job::Deinterlace::kOn) {
     return InvalidArgument("spec.deinterlace: DEINTERLACE_ON needs container input (raw frames carry no fields)");
   }
-  ASSIGN_OR_RETURN(job.selection, ParseSelection(spec));
+  ASSIGN_OR_RETURN(job.selection, ParseSelection(spec, job.container_input));
   return job;
 }
 

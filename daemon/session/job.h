@@ -57,7 +57,7 @@ struct Job {
   bool autorotate = true;  // JobSpec.autorotate (absent: true)
   enum class Deinterlace { kAuto, kOn, kOff } deinterlace = Deinterlace::kAuto;  // JobSpec.deinterlace
   std::optional<media::DecodeMode> decode;  // JobSpec.decode; none: the daemon's decode.mode
-  SelectionSpec selection;  // JobSpec's start/end/duration_seconds and max_frames
+  SelectionSpec selection;  // JobSpec's start/end/duration_seconds, max_frames, keyframes_only
   std::string label;
 
   size_t RawFrameBytes() const { return PackedFrameSize(raw_format, raw_width, raw_height); }

@@ -157,6 +157,7 @@ Status Session::RunContainer() {
     };
   }
   o.audio = job_.audio;
+  o.keyframes_only = job_.selection.keyframes_only;
   // Pictures past the size limit are refused before FFmpeg allocates them; the exact
   // per-dimension check follows in BeginOutput.
   o.max_pixels = static_cast<int64_t>(options_.limits.max_width) * options_.limits.max_height;

@@ -1,5 +1,5 @@
-"""End-to-end cases of frame selection (JobSpec start/end/duration_seconds, max_frames),
-each held to the ffmpeg CLI on the same file.
+"""End-to-end cases of frame selection (JobSpec start/end/duration_seconds, max_frames,
+keyframes_only), each held to the ffmpeg CLI on the same file.
 
 The clip is 10 s of testsrc2 at 25 fps, H.264 with a keyframe every 25 frames, in Matroska
 and in a faststart MP4. For each selection the expected frames are the source's frames
@@ -7,7 +7,7 @@ and in a faststart MP4. For each selection the expected frames are the source's 
 conveyord's JPEGs must carry exactly those pts, in order, and each must match the ffmpeg
 CLI's decode of that frame (PSNR per frame, far above what the frame next to it gets).
 Where the ffmpeg CLI's own options select the same frames (`-ss S -to E` before -i,
-`-t`, `-frames:v N`), its output is the reference, and its frame
+`-t`, `-frames:v N`, `-skip_frame nokey`), its output is the reference, and its frame
 count must be ours. The input is streamed (decoded from the start, frames before start
 dropped) and seekable (the demuxer seeks, so fewer frames are decoded). A selection that
 ends before the input does ends the call OK while the client is still sending; the
@@ -41,9 +41,11 @@ def make_clips(ctx):
     return mkv, mp4
 
 
-def source_frames(path):
+def source_frames(path, keyframes_only=False):
     """(time_base (num, den), [pts of each decoded frame in presentation order])."""
     args = ["-select_streams", "v:0", "-show_entries", "stream=time_base:frame=pts,best_effort_timestamp"]
+    if keyframes_only:
+        args = ["-skip_frame", "nokey"] + args
     j = h.ffprobe_json(path, *args)
     num, den = (int(x) for x in j["streams"][0]["time_base"].split("/"))
     pts = [f.get("pts", f.get("best_effort_timestamp")) for f in j["frames"]]
@@ -190,6 +192,46 @@ def selection_vs_ffmpeg_cli(ctx):
 
 
 @case
+def keyframes_only_vs_skip_frame_nokey(ctx):
+    pb = ctx.pb
+    mkv, _ = make_clips(ctx)
+    tb, key_pts = source_frames(mkv, keyframes_only=True)
+    check(len(key_pts) == SECONDS * RATE // GOP, "ffprobe -skip_frame nokey gives %d frames" % len(key_pts))
+    with open(mkv, "rb") as f:
+        data = f.read()
+    failures = []
+    for name, fields, before, want_args in (
+            ("all", dict(), [], dict()),
+            ("ss2.5_to7.5", dict(start_seconds=2.5, end_seconds=7.5), ["-ss", "2.5", "-to", "7.5"],
+             dict(start=2.5, end=7.5))):
+        want = expected_pts(tb, key_pts, **want_args)
+        ref = cli_decode(ctx, mkv, "nokey_" + name, ["-skip_frame", "nokey"] + before)
+        check(len(ref) == len(want), "%s: the CLI gives %d frames, the definition %d" % (name, len(ref), len(want)))
+        for how, seekable in (("streamed", False), ("seekable", True)):
+            tag = "nokey_%s_%s" % (name, how)
+            try:
+                job = spec(pb, seekable, len(data) if seekable else 0, keyframes_only=True, **fields)
+                if seekable:
+                    o = random_access_cases.SeekingClient(ctx, data).run(job)
+                else:
+                    o = h.transcode(ctx.stub, pb, job, h.bytes_requests(pb, data, 16384))
+                h.expect_ok(o, tag)
+                got = [f.pts for f in o.frames[0]]
+                check(got == want, "%s: pts %s, want %s" % (tag, got, want))
+                worst = check_frames_match(decode_jpegs(ctx, o.frames[0], tag), ref, tag)
+                # Only keyframes are decoded: from the first (streamed) or from the one
+                # before start (seekable), to the one after the end.
+                most = (key_pts.index(want[0]) if not seekable else 1) + len(want) + 1
+                check(o.summary.frames_in <= most, "%s: %d frames decoded for %d keyframes, want at most %d" %
+                      (tag, o.summary.frames_in, len(want), most))
+                log("%-24s OK: %d frames, pts %s, frames_in %d, worst Y %.2f dB" %
+                    (tag, len(got), got, o.summary.frames_in, worst))
+            except h.CheckFailed as e:
+                failures.append(str(e))
+    check(not failures, "%d problem(s):\n  " % len(failures) + "\n  ".join(failures))
+
+
+@case
 def selection_ends_a_streamed_input_early(ctx):
     pb = ctx.pb
     mkv, _ = make_clips(ctx)
@@ -224,6 +266,7 @@ def selection_ends_a_streamed_input_early(ctx):
 def selection_bad_specs(ctx):
     pb = ctx.pb
     INVALID = ctx.grpc.StatusCode.INVALID_ARGUMENT
+    raw = pb.RawInput(pixel_format=pb.PIXEL_FORMAT_YUV420P, width=W, height=H)
     bad = [
         ("negative start", dict(start_seconds=-1.0), "spec.start_seconds"),
         ("NaN start", dict(start_seconds=float("nan")), "spec.start_seconds"),
@@ -241,4 +284,10 @@ def selection_bad_specs(ctx):
         log("%-20s %s" % (name, o.describe()))
         if o.code != INVALID or needle not in o.details:
             failures.append("%s: got %s, want INVALID_ARGUMENT naming %s" % (name, o.describe(), needle))
+    job = pb.JobSpec(raw=raw, keyframes_only=True)
+    job.renditions.append(pb.RenditionSpec())
+    o = h.transcode(ctx.stub, pb, job, timeout_s=20)
+    log("%-20s %s" % ("raw keyframes_only", o.describe()))
+    if o.code != INVALID or "spec.keyframes_only" not in o.details:
+        failures.append("raw keyframes_only: got %s" % o.describe())
     check(not failures, "%d problem(s):\n  " % len(failures) + "\n  ".join(failures))

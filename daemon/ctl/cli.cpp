@@ -159,6 +159,28 @@ int RunConveyorctl(int argc, const char* const* argv, std::ostream& out, std::os
                             "take, the CPU for the rest), gpu (the engines or fail), cpu; default: the\n"
                             "daemon's decode.mode.")
       ->check(CLI::IsMember({"auto", "gpu", "cpu"}));
+  transcode_cmd
+      ->add_option("--ss", t.ss,
+                   "Start at the first frame whose time is at or after TIME, as ffmpeg -ss before -i\n"
+                   "(an exact seek): a regular file is sought to the keyframe before TIME, a pipe is\n"
+                   "decoded from its start. TIME: seconds (12.5, 1500ms) or [HH:]MM:SS[.frac], on\n"
+                   "the input's own timeline; each frame keeps its source time.")
+      ->type_name("TIME");
+  transcode_cmd
+      ->add_option("--to", t.to,
+                   "Stop before the first frame at or after TIME (ffmpeg -to); the rest of the\n"
+                   "input is not read.")
+      ->type_name("TIME");
+  transcode_cmd->add_option("-t,--duration", t.duration, "Stop at --ss plus TIME (ffmpeg -t); not with --to.")
+      ->type_name("TIME");
+  transcode_cmd
+      ->add_option("--frames", t.frames,
+                   "Stop after N output frames (ffmpeg -frames:v N); the rest of the input is not\n"
+                   "read. 0: no limit.")
+      ->type_name("N")
+      ->check(CLI::NonNegativeNumber);
+  transcode_cmd->add_flag("--keyframes", t.keyframes,
+                          "Decode and encode keyframes only (ffmpeg -skip_frame nokey): a thumbnail per GOP.");
   transcode_cmd->add_flag("--keep-partial", t.keep_partial,
                           "When the call fails or is interrupted (SIGINT, SIGTERM, SIGHUP), keep what was\n"
                           "written under the final names, as the ffmpeg CLI leaves it: the frames so far, or\n"

@@ -39,6 +39,11 @@ struct TranscodeOptions {
   bool no_autorotate = false;           // --no-autorotate: JobSpec.autorotate = false
   std::string deinterlace = "auto";     // --deinterlace auto|on|off: JobSpec.deinterlace
   std::string decode;                   // --decode auto|gpu|cpu: JobSpec.decode; "": the daemon's
+  // Selection, spelt as the ffmpeg CLI's: --ss, --to, -t (ffmpeg's time syntax), --frames
+  // (-frames:v), --keyframes (-skip_frame nokey). "" / 0 / false: not asked.
+  std::string ss, to, duration;
+  int64_t frames = 0;
+  bool keyframes = false;
   std::string label;                    // client_label; empty: the input's file name
   bool progress = false;                // Progress lines on stderr
   // A one-line progress bar on stderr (frames, fps, input read, ETA); on by default when
@@ -52,6 +57,9 @@ StatusOr<v1::RenditionSpec> ParseRendition(const std::string& text);
 // "yuv420p:1920x1080", "rgb24:640x480:30000/1001", "nv12:1280x720:29.97". FPS defaults
 // to 25.
 StatusOr<v1::RawInput> ParseRawInput(const std::string& text);
+// A time as the ffmpeg CLI writes one for -ss, -to and -t: seconds ("12.5", "1500ms",
+// "250000us") or [HH:]MM:SS[.frac] ("1:02.5", "00:01:02.5"); never negative.
+StatusOr<double> ParseTime(const std::string& text);
 // The JobSpec the options ask for, checked as far as the client can.
 StatusOr<v1::JobSpec> BuildJobSpec(const TranscodeOptions& options);
 

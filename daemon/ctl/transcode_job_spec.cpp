@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <numeric>
+#include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -186,6 +188,53 @@ StatusOr<v1::RawInput> ParseRawInput(const std::string& text) {
   return raw;
 }
 
+StatusOr<double> ParseTime(const std::string& text) {
+  const auto bad = [&text](const std::string& why) {
+    return InvalidArgument("'" + text + "' is not a time (seconds, or [HH:]MM:SS[.frac]): " + why);
+  };
+  // A non-negative decimal number, the whole of `part`.
+  const auto number = [](const std::string& part) -> std::optional<double> {
+    if (part.empty() || part.size() > 32 || part.find_first_not_of("0123456789.") != std::string::npos ||
+        part.find('.') != part.rfind('.') || part == ".") {
+      return std::nullopt;
+    }
+    return std::stod(part);
+  };
+  if (text.empty()) return bad("empty");
+  if (text[0] == '-') return bad("negative");
+  if (text.find(':') == std::string::npos) {
+    double scale = 1;
+    std::string digits = text;
+    for (const auto& [suffix, factor] : {std::pair<std::string, double>{"ms", 1e-3}, {"us", 1e-6}, {"s", 1}}) {
+      if (digits.size() > suffix.size() && digits.compare(digits.size() - suffix.size(), suffix.size(), suffix) == 0) {
+        digits.resize(digits.size() - suffix.size());
+        scale = factor;
+        break;
+      }
+    }
+    const std::optional<double> seconds = number(digits);
+    if (!seconds) return bad("expected a number");
+    return *seconds * scale;
+  }
+  std::vector<std::string> parts;
+  for (size_t start = 0;;) {
+    const size_t colon = text.find(':', start);
+    parts.push_back(text.substr(start, colon == std::string::npos ? std::string::npos : colon - start));
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  if (parts.size() > 3) return bad("more than HH:MM:SS");
+  double total = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const bool last = i + 1 == parts.size();
+    const std::optional<double> v = number(parts[i]);
+    if (!v || (!last && parts[i].find('.') != std::string::npos)) return bad("expected [HH:]MM:SS[.frac]");
+    if (i > 0 && *v >= 60) return bad("minutes and seconds are below 60");
+    total = total * 60 + *v;
+  }
+  return total;
+}
+
 StatusOr<v1::JobSpec> BuildJobSpec(const TranscodeOptions& o) {
   v1::JobSpec spec;
   if (o.input.empty()) return InvalidArgument("no INPUT given (a file, or - for stdin)");
@@ -198,6 +247,7 @@ StatusOr<v1::JobSpec> BuildJobSpec(const TranscodeOptions& o) {
     if (o.no_autorotate) return InvalidArgument("--no-autorotate is for container input, not --raw");
     if (o.deinterlace == "on") return InvalidArgument("--deinterlace on is for container input, not --raw");
     if (!o.decode.empty()) return InvalidArgument("--decode is for container input, not --raw");
+    if (o.keyframes) return InvalidArgument("--keyframes is for container input, not --raw");
     ASSIGN_OR_RETURN(v1::RawInput raw, ParseRawInput(o.raw));
     *spec.mutable_raw() = std::move(raw);
   } else {
@@ -266,6 +316,19 @@ StatusOr<v1::JobSpec> BuildJobSpec(const TranscodeOptions& o) {
     spec.mutable_output()->mutable_container()->set_format(kind->format);
   }
   spec.set_audio_passthrough(o.audio);
+  if (!o.to.empty() && !o.duration.empty()) return InvalidArgument("give --to or -t, not both");
+  for (const auto& [flag, text] : {std::pair<std::string, const std::string*>{"--ss", &o.ss}, {"--to", &o.to},
+                                   {"-t", &o.duration}}) {
+    if (text->empty()) continue;
+    StatusOr<double> seconds = ParseTime(*text);
+    if (!seconds.ok()) return InvalidArgument(flag + ": " + seconds.status().message());
+    if (flag == "--ss") spec.set_start_seconds(*seconds);
+    if (flag == "--to") spec.set_end_seconds(*seconds);
+    if (flag == "-t") spec.set_duration_seconds(*seconds);
+  }
+  if (o.frames < 0) return InvalidArgument("--frames must be 0 or more");
+  spec.set_max_frames(o.frames);
+  spec.set_keyframes_only(o.keyframes);
   const std::string label = o.label.empty() ? DefaultLabel(o.input) : o.label;
   if (label.size() > kMaxLabelBytes) {
     return InvalidArgument("--label is " + std::to_string(label.size()) + " bytes; at most " +

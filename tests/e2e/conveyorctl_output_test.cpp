@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -256,6 +257,35 @@ TEST_F(ConveyorctlOutputTest, ADrainTimeoutLeavesNothing) {
   EXPECT_NE(cut.ctl->Err().find("drain timeout"), std::string::npos) << cut.ctl->Err();
   EXPECT_EQ(Entries(cut.dir), std::vector<std::string>{});
   std::filesystem::remove_all(cut.dir);
+}
+
+// A selection that ends before the input does: the daemon ends the call OK once it has
+// the frames, and conveyorctl exits 0 with them while its stdin is still open (it stops
+// reading; the rest of the input is never sent). The bytes fed fit a pipe's buffer, so
+// the test never waits on a reader that has gone.
+TEST_F(ConveyorctlOutputTest, ASelectionEndsTheCallWhileTheInputIsStillOpen) {
+  DaemonProcess daemon;
+  ASSERT_TRUE(daemon.ready());
+  const std::string input = Slurp(LongInput());
+  ASSERT_GT(input.size(), 60000u);
+  const std::pair<std::vector<std::string>, size_t> selections[] = {
+      {{"--frames", "5"}, 5}, {{"--ss", "0.2", "--to", "0.4"}, 5}, {{"--ss", "0.2", "-t", "0.2"}, 5}};
+  for (const auto& [selection, frames] : selections) {
+    const std::string dir = MakeTempDir();
+    std::vector<std::string> args = {"--target", daemon.target(), "transcode", "-", "--no-progress-bar", "-o",
+                                     dir + "/frames"};
+    args.insert(args.end(), selection.begin(), selection.end());
+    Conveyorctl ctl(dir, args);
+    ASSERT_TRUE(ctl.started());
+    ASSERT_TRUE(ctl.Feed(input.substr(0, 60000)));
+    const int status = ctl.Wait(60);
+    EXPECT_TRUE(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << selection[1] << ": wait status " << status << "\n" << ctl.Err();
+    EXPECT_EQ(Entries(dir + "/frames").size(), frames) << selection[1] << "\n" << ctl.Err();
+    ctl.Close();
+    std::filesystem::remove_all(dir);
+  }
+  EXPECT_EQ(daemon.Stop(), 0);
 }
 
 }  // namespace

@@ -193,6 +193,10 @@ class ContainerDecoder {
   // caller sees in the first frame's pts and answers with an earlier target. Not while a
   // move to software is under way. The end-of-input packet count check is off afterwards.
   Status SeekBefore(int64_t pts);
+  // The last resort when SeekBefore keeps landing past the time asked for (MPEG-TS seeks
+  // by a search over dts that can miss a GOP): back to byte 0, to decode from the start.
+  // FAILED_PRECONDITION for a demuxer that cannot seek by byte (those seek by an index).
+  Status SeekToStart();
   // Moves decoding to a software decoder at the next keyframe without losing a frame: the
   // current decoder is drained of every frame before that keyframe, then a software
   // decoder (with its threads) starts at it; hw_failover() then says so, with `why`. For
@@ -242,6 +246,8 @@ class ContainerDecoder {
   // noted, or, when the engines are required, FAILED_PRECONDITION.
   Status NoteSoftwareFrames(int64_t frame_number);
   Status FlushPendingAudio();
+  // demux_decoder_seek.cpp: the decoder emptied and the end checks reset after a seek.
+  void AfterSeek();
   Status FeedDecoder();
   Status Drain();
   Status CheckWholeInput(bool error_at_end);

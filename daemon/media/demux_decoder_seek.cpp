@@ -18,13 +18,30 @@ Status ContainerDecoder::SeekBefore(int64_t pts) {
   }
   const int err = av_seek_frame(format_.get(), video_.index, pts, AVSEEK_FLAG_BACKWARD);
   if (err < 0) return Failure(err, ("av_seek_frame(" + std::to_string(pts) + ")").c_str());
+  AfterSeek();
+  return OkStatus();
+}
+
+Status ContainerDecoder::SeekToStart() {
+  if (!can_seek()) return FailedPrecondition("seek: the input is streamed and cannot seek");
+  if (moving_ || held_keyframe_) return FailedPrecondition("seek: a move to the software decoder is under way");
+  if ((format_->iformat->flags & AVFMT_NO_BYTE_SEEK) != 0) {
+    return FailedPrecondition(std::string("seek: the ") + format_->iformat->name + " demuxer cannot seek by byte");
+  }
+  DemuxErrorCapture capture(&demux_errors_);
+  const int err = av_seek_frame(format_.get(), -1, 0, AVSEEK_FLAG_BYTE);
+  if (err < 0) return Failure(err, "av_seek_frame(byte 0)");
+  AfterSeek();
+  return OkStatus();
+}
+
+void ContainerDecoder::AfterSeek() {
   avcodec_flush_buffers(codec_.get());
   sought_ = true;
   draining_ = false;
   finished_ = false;
   last_packet_cut_ = false;
   resync_ = false;
-  return OkStatus();
 }
 
 }  // namespace conveyor::media

@@ -225,15 +225,16 @@ Status Session::RunContainer() {
   // The device frames on their way to the worker; the decoder's surfaces are bounded.
   auto surfaces = std::make_shared<media::SurfaceGate>(options_.held_device_frames);
   // start_seconds on an input that can seek: decoding starts at the keyframe before it.
-  // The first frame decoded shows whether the container's index found one early enough
-  // (an index by dts can point past frames due before start); if not, the seek goes back
-  // a second, then two, ... until it does or reaches the stream's start.
+  // The first frame decoded shows whether the demuxer found one early enough (MPEG-TS
+  // searches by dts, and can land a GOP late); if not, the seek goes back a second, then
+  // two, ... to the stream's start, and past that to the input's first byte.
   const int64_t stream_start = v.start_pts == AV_NOPTS_VALUE ? 0 : v.start_pts;
   const int64_t start_target =
       decoder->can_seek() ? selection.SeekTarget().value_or(stream_start) : stream_start;
   int64_t seek_target = start_target;
   int64_t seek_back = std::max<int64_t>(1, v.time_base.num > 0 ? v.time_base.den / v.time_base.num : 1);
   bool check_seek = false;
+  bool rewound = false;  // SeekToStart done: decoding starts at the input's beginning
   if (seek_target > stream_start) {
     RETURN_IF_ERROR(AsInputError(decoder->SeekBefore(seek_target)));
     check_seek = true;
@@ -306,6 +307,15 @@ Status Session::RunContainer() {
         RETURN_IF_ERROR(AsInputError(decoder->SeekBefore(seek_target)));
         check_seek = true;
         continue;
+      }
+      if (pts > start_target && !rewound) {
+        rewound = true;
+        const Status to_start = decoder->SeekToStart();
+        // A demuxer without byte seeks has an index, which found the GOP already.
+        if (to_start.code() != StatusCode::kFailedPrecondition) {
+          RETURN_IF_ERROR(AsInputError(to_start));
+          continue;
+        }
       }
     }
     const FrameSelection::Verdict verdict = selection.Decide(pts);

@@ -192,6 +192,49 @@ def selection_vs_ffmpeg_cli(ctx):
 
 
 @case
+def selection_on_mpegts_where_the_seek_lands_late(ctx):
+    """MPEG-TS seeks by a search over dts: asked for a time just before a keyframe, it can
+    land on that keyframe, a GOP after the frames due. The session sees the first frame
+    after the seek lie past start and seeks earlier, so the frames are those of the
+    definition, as from a stream, on the input's own timeline (which starts at 1.48 s)."""
+    pb = ctx.pb
+    ts = ctx.path("clip.ts")
+    h.ffmpeg("-f", "lavfi", "-i", "testsrc2=size=%dx%d:rate=%d" % (W, H, RATE), "-t", str(SECONDS), "-c:v",
+             "libx264", "-preset", "veryfast", "-g", str(GOP), "-pix_fmt", "yuv420p", ts)
+    tb, all_pts = source_frames(ts)
+    full = cli_decode(ctx, ts, "ts_full")
+    check(len(full) == len(all_pts), "ts: the CLI decodes %d frames, ffprobe %d" % (len(full), len(all_pts)))
+    seconds = [p * tb[0] / tb[1] for p in all_pts]
+    # Between the two frames before the third keyframe: the first frame due is in the
+    # GOP before it.
+    k = 2 * GOP
+    start = (seconds[k - 2] + seconds[k - 1]) / 2
+    want = expected_pts(tb, all_pts, start=start, end=start + 1.0)
+    check(want[0] == all_pts[k - 1], "the first frame due is not the one before the keyframe")
+    ref = [full[all_pts.index(p)] for p in want]
+    with open(ts, "rb") as f:
+        data = f.read()
+    failures = []
+    fields = dict(start_seconds=start, duration_seconds=1.0)
+    for how, call in (("streamed", lambda: h.transcode(ctx.stub, pb, spec(pb, **fields),
+                                                         h.bytes_requests(pb, data, 16384))),
+                      ("seekable", lambda: random_access_cases.SeekingClient(ctx, data).run(
+                          spec(pb, True, len(data), **fields)))):
+        tag = "ts_" + how
+        try:
+            o = call()
+            h.expect_ok(o, tag)
+            got = [f.pts for f in o.frames[0]]
+            check(got == want, "%s: pts %s, want %s" % (tag, got, want))
+            worst = check_frames_match(decode_jpegs(ctx, o.frames[0], tag), ref, tag)
+            log("%-12s OK: %d frames from %.2f s, pts %s..%s, frames_in %d, read_requests %d, worst Y %.2f dB" %
+                (tag, len(got), start, got[0], got[-1], o.summary.frames_in, o.summary.read_requests, worst))
+        except h.CheckFailed as e:
+            failures.append(str(e))
+    check(not failures, "%d problem(s):\n  " % len(failures) + "\n  ".join(failures))
+
+
+@case
 def keyframes_only_vs_skip_frame_nokey(ctx):
     pb = ctx.pb
     mkv, _ = make_clips(ctx)

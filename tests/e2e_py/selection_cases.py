@@ -275,6 +275,38 @@ def keyframes_only_vs_skip_frame_nokey(ctx):
 
 
 @case
+def selection_trims_passthrough_audio(ctx):
+    """Container output with audio_passthrough: the audio packets of [start, end) go with
+    the video frames of that range, on the source's timeline."""
+    pb = ctx.pb
+    src = ctx.path("av.mkv")
+    h.ffmpeg("-f", "lavfi", "-i", "testsrc2=size=%dx%d:rate=%d" % (W, H, RATE), "-f", "lavfi", "-i",
+             "sine=frequency=440:sample_rate=48000", "-t", "6", "-c:v", "libx264", "-preset", "veryfast", "-g",
+             str(GOP), "-pix_fmt", "yuv420p", "-c:a", "aac", src)
+    sp = h.VideoProbe(src)
+    start, end = 2.0, 4.0
+    want_video = [t for t in sp.frame_pts if start <= t < end]
+    want_audio = [t for t in sp.audio_packet_pts if start <= t < end]
+    job = spec(pb, start_seconds=start, end_seconds=end, audio_passthrough=True)
+    job.output.container.format = pb.CONTAINER_FORMAT_MATROSKA
+    o = h.transcode(ctx.stub, pb, job, h.container_requests(pb, src, 16384))
+    h.expect_ok(o, "audio")
+    path = ctx.path("out.mkv")
+    with open(path, "wb") as f:
+        f.write(o.containers[0])
+    p = h.VideoProbe(path)
+    log("video %d frames %.3f..%.3f s (want %d from %.3f); audio %d packets %.3f..%.3f s (want %d, %.3f..%.3f)" %
+        (len(p.frame_pts), p.frame_pts[0], p.frame_pts[-1], len(want_video), want_video[0], len(p.audio_packet_pts),
+         min(p.audio_packet_pts), max(p.audio_packet_pts), len(want_audio), want_audio[0], want_audio[-1]))
+    check(p.audio_codecs() == ["aac"], "audio streams in the output: %s" % p.audio_codecs())
+    check(len(p.frame_pts) == len(want_video) and all(abs(a - b) <= 0.0015 for a, b in zip(p.frame_pts, want_video)),
+          "video pts %s, want %s" % (p.frame_pts, want_video))
+    check(len(p.audio_packet_pts) == len(want_audio) and
+          all(abs(a - b) <= 0.0015 for a, b in zip(sorted(p.audio_packet_pts), want_audio)),
+          "audio pts %s, want %s" % (sorted(p.audio_packet_pts), want_audio))
+
+
+@case
 def selection_ends_a_streamed_input_early(ctx):
     pb = ctx.pb
     mkv, _ = make_clips(ctx)

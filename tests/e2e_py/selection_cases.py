@@ -9,7 +9,7 @@ CLI's decode of that frame (PSNR per frame, far above what the frame next to it 
 Where the ffmpeg CLI's own options select the same frames (`-ss S -to E` before -i,
 `-t`, `-frames:v N`, `-skip_frame nokey`), its output is the reference, and its frame
 count must be ours. The input is streamed (decoded from the start, frames before start
-dropped) and seekable (the demuxer seeks, so fewer frames are decoded). A selection that
+dropped), seekable or spooled (the demuxer seeks, so fewer frames are decoded). A selection that
 ends before the input does ends the call OK while the client is still sending; the
 client's later writes go nowhere. Bad selections get INVALID_ARGUMENT naming the field.
 """
@@ -272,6 +272,30 @@ def keyframes_only_vs_skip_frame_nokey(ctx):
             except h.CheckFailed as e:
                 failures.append(str(e))
     check(not failures, "%d problem(s):\n  " % len(failures) + "\n  ".join(failures))
+
+
+@case
+def selection_on_a_spooled_input(ctx):
+    """An MP4 with moov after mdat, streamed: the daemon spools it, and seeks in the spool
+    as in a seekable input, so it decodes from the keyframe before start."""
+    pb = ctx.pb
+    late = ctx.path("late.mp4")
+    h.ffmpeg("-f", "lavfi", "-i", "testsrc2=size=%dx%d:rate=%d" % (W, H, RATE), "-t", str(SECONDS), "-c:v",
+             "libx264", "-preset", "veryfast", "-g", str(GOP), "-pix_fmt", "yuv420p", late)
+    tb, all_pts = source_frames(late)
+    want = expected_pts(tb, all_pts, start=6.1, max_frames=5)
+    ref = cli_decode(ctx, late, "late", ["-ss", "6.1"], ["-frames:v", "5"])
+    check(len(ref) == len(want), "the CLI gives %d frames, the definition %d" % (len(ref), len(want)))
+    o = h.transcode(ctx.stub, pb, spec(pb, start_seconds=6.1, max_frames=5), h.container_requests(pb, late, 16384))
+    h.expect_ok(o, "spooled")
+    got = [f.pts for f in o.frames[0]]
+    check(got == want, "spooled: pts %s, want %s" % (got, want))
+    worst = check_frames_match(decode_jpegs(ctx, o.frames[0], "spooled"), ref, "spooled")
+    s = o.summary
+    check(s.spooled_bytes > 0, "the input was not spooled")
+    check(s.frames_in <= len(want) + GOP, "frames_in %d: decoded from before the keyframe before start" % s.frames_in)
+    log("spooled OK: pts %s, frames_in %d, %d bytes spooled, worst Y %.2f dB" % (got, s.frames_in, s.spooled_bytes,
+                                                                                   worst))
 
 
 @case

@@ -193,9 +193,16 @@ Status Session::RunContainer() {
   FrameSelection selection(job_.selection, v.time_base.num, v.time_base.den);
   if (audio != nullptr) {
     const AVRational audio_tb = audio->time_base;
-    decoder->SetAudioSink([this, &selection, audio_tb](const AVPacket& packet) -> Status {
+    const bool may_seek = job_.selection.start_seconds.has_value();
+    decoder->SetAudioSink([this, &selection, audio_tb, may_seek,
+                           last_pts = int64_t{AV_NOPTS_VALUE}](const AVPacket& packet) mutable -> Status {
       // The audio of the selected time range only, as the ffmpeg CLI trims both streams.
       if (packet.pts != AV_NOPTS_VALUE && !selection.Covers(packet.pts * av_q2d(audio_tb))) return OkStatus();
+      // A seek that went back a second time reads some audio again: it was written already.
+      if (may_seek && packet.pts != AV_NOPTS_VALUE) {
+        if (last_pts != AV_NOPTS_VALUE && packet.pts <= last_pts) return OkStatus();
+        last_pts = packet.pts;
+      }
       std::lock_guard<std::mutex> lock(mux_mu_);
       for (auto& m : muxers_) RETURN_IF_ERROR(m->WriteAudio(packet));
       return OkStatus();

@@ -266,7 +266,7 @@ TEST_F(ConveyorctlOutputTest, ADrainTimeoutLeavesNothing) {
 TEST_F(ConveyorctlOutputTest, ASelectionEndsTheCallWhileTheInputIsStillOpen) {
   DaemonProcess daemon;
   ASSERT_TRUE(daemon.ready());
-  const std::string input = Slurp(LongInput());
+  const std::string input = ReadText(LongInput());
   ASSERT_GT(input.size(), 60000u);
   const std::pair<std::vector<std::string>, size_t> selections[] = {
       {{"--frames", "5"}, 5}, {{"--ss", "0.2", "--to", "0.4"}, 5}, {{"--ss", "0.2", "-t", "0.2"}, 5}};

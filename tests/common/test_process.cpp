@@ -3,8 +3,10 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <thread>
 #include <vector>
 
 namespace conveyor::testing {
@@ -28,6 +30,15 @@ uint64_t ProcessRssBytes(pid_t pid) {
     }
   }
   return 0;
+}
+
+bool WaitUntil(const std::function<bool()>& done, double timeout_s) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > give_up) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
 }
 
 }  // namespace conveyor::testing

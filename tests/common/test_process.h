@@ -1,10 +1,11 @@
-// Small process helpers shared by tests and benchmarks: a fresh temporary directory and
-// another process's resident set size.
+// Small process helpers shared by tests and benchmarks: a fresh temporary directory,
+// another process's resident set size, and a wait for a condition.
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace conveyor::testing {
@@ -14,5 +15,8 @@ std::string MakeTempDir(const std::string& prefix);
 
 // VmRSS of process `pid` in bytes (/proc), 0 when it cannot be read.
 uint64_t ProcessRssBytes(pid_t pid);
+
+// Polls `done` every 20 ms until it holds (true) or `timeout_s` passes (false).
+bool WaitUntil(const std::function<bool()>& done, double timeout_s);
 
 }  // namespace conveyor::testing

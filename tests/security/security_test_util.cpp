@@ -88,15 +88,6 @@ std::vector<std::string> TlsFlags(bool mtls) {
   return f;
 }
 
-bool WaitUntil(const std::function<bool()>& done, double timeout_s) {
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > give_up) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return true;
-}
-
 v1::JobSpec RawSpec() {
   v1::JobSpec spec;
   v1::RawInput* raw = spec.mutable_raw();

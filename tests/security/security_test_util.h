@@ -12,6 +12,7 @@
 
 #include "conveyor/v1/transcoder.pb.h"
 #include "test_files.h"
+#include "test_process.h"
 
 namespace conveyor::security_test {
 
@@ -44,8 +45,7 @@ using conveyor::testing::WriteText;
 // PKI's server pair, and with `mtls` its CA as the client CA.
 std::vector<std::string> TlsFlags(bool mtls = false);
 
-// Polls `done` every 50 ms until it holds (true) or `timeout_s` passes (false).
-bool WaitUntil(const std::function<bool()>& done, double timeout_s);
+using conveyor::testing::WaitUntil;
 
 // A JobSpec for raw 64x48 RGB frames at 25 fps, one rendition at the source size.
 v1::JobSpec RawSpec();

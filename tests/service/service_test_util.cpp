@@ -120,15 +120,6 @@ std::string NotifyValue(const std::string& message, const std::string& name) {
   return "";
 }
 
-bool WaitUntil(const std::function<bool()>& done, double timeout_s) {
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > give_up) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
-}
-
 bool ExitedWithin(pid_t pid, double timeout_s) {
   const std::string stat = "/proc/" + std::to_string(pid) + "/stat";
   return WaitUntil(

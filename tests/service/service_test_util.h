@@ -17,6 +17,7 @@
 #include "conveyor/v1/transcoder.grpc.pb.h"
 #include "transcode_client.h"
 #include "test_files.h"
+#include "test_process.h"
 
 namespace conveyor::service_test {
 
@@ -64,8 +65,7 @@ using conveyor::testing::ReadText;
 using conveyor::testing::StderrToFile;
 using conveyor::testing::WriteText;
 
-// Polls `done` every 20 ms until it holds or `timeout_s` passes.
-bool WaitUntil(const std::function<bool()>& done, double timeout_s);
+using conveyor::testing::WaitUntil;
 // Whether the child `pid` has exited (it is a zombie, not yet reaped) within `timeout_s`;
 // it stays unreaped, for DaemonProcess::Stop to collect its exit status.
 bool ExitedWithin(pid_t pid, double timeout_s);

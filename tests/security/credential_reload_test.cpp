@@ -99,14 +99,7 @@ class HeldStream {
  public:
   explicit HeldStream(std::shared_ptr<grpc::Channel> channel) : stub_(v1::Transcoder::NewStub(std::move(channel))) {
     auto frame = std::make_shared<testing::SyntheticFrame>(testing::MakeSyntheticFrame(64, 48, PixelFormat::kRgb24, 7));
-    v1::RawInput* raw = call_.spec.mutable_raw();
-    raw->set_pixel_format(v1::PIXEL_FORMAT_RGB24);
-    raw->set_width(64);
-    raw->set_height(48);
-    raw->mutable_frame_rate()->set_num(25);
-    raw->mutable_frame_rate()->set_den(1);
-    raw->set_color_matrix(v1::COLOR_MATRIX_BT709);
-    call_.spec.add_renditions()->set_quality(85);
+    call_.spec = RawSpec();  // 64x48 RGB at 25 fps, one rendition at the source size
     call_.deadline_s = 30;
     call_.send_input = [this, frame](TranscodeStream* s) {
       if (!e2e::SendRawFrame(s, frame->bytes, 0)) return false;

@@ -44,19 +44,14 @@ ContainerMuxer::~ContainerMuxer() = default;
 
 StatusOr<std::unique_ptr<ContainerMuxer>> ContainerMuxer::Open(const MuxerOptions& options, Sink sink) {
   if (!sink) return InvalidArgument("ContainerMuxer: no sink");
-  return OpenWith(
+  return OpenAt(
       options, [sink = std::move(sink)](uint64_t, const uint8_t* data, size_t size) { return sink(data, size); },
       false);
 }
 
-StatusOr<std::unique_ptr<ContainerMuxer>> ContainerMuxer::OpenSeekable(const MuxerOptions& options,
-                                                                       OffsetSink sink) {
+StatusOr<std::unique_ptr<ContainerMuxer>> ContainerMuxer::OpenAt(const MuxerOptions& options, OffsetSink sink,
+                                                                 bool seekable) {
   if (!sink) return InvalidArgument("ContainerMuxer: no sink");
-  return OpenWith(options, std::move(sink), true);
-}
-
-StatusOr<std::unique_ptr<ContainerMuxer>> ContainerMuxer::OpenWith(const MuxerOptions& options, OffsetSink sink,
-                                                                   bool seekable) {
   if (options.width <= 0 || options.height <= 0 || options.width > 65535 || options.height > 65535) {
     return InvalidArgument("ContainerMuxer: bad frame size " + std::to_string(options.width) + "x" +
                            std::to_string(options.height));

@@ -2,7 +2,7 @@
 // packets, untouched) into Matroska, MOV or AVI, written through a write-only AVIOContext
 // whose bytes go to a caller's sink as they are produced, i.e. straight back to a client.
 // Live output goes front to back, which shapes each container (see ContainerFormat). A
-// client that writes a file it can seek in takes seekable output instead (OpenSeekable):
+// client that writes a file it can seek in takes seekable output instead (OpenAt):
 // the bytes come with their offset, and the muxer goes back to finish what it needs to,
 // as when the ffmpeg CLI writes a file: Matroska's duration, cues and seek head, a plain
 // MOV (one mdat, moov after it, as ffmpeg writes without +faststart: moving moov to the
@@ -68,8 +68,11 @@ class ContainerMuxer {
 
   // Writes the container header (to the sink, possibly on the first frame's flush).
   static StatusOr<std::unique_ptr<ContainerMuxer>> Open(const MuxerOptions& options, Sink sink);
-  // The same into a file the sink can seek in: the container as the ffmpeg CLI writes it.
-  static StatusOr<std::unique_ptr<ContainerMuxer>> OpenSeekable(const MuxerOptions& options, OffsetSink sink);
+  // The same with each write's offset. `seekable`: the sink writes a file it can seek in,
+  // and gets the container as the ffmpeg CLI writes one; otherwise live output, whose
+  // offsets always follow on.
+  static StatusOr<std::unique_ptr<ContainerMuxer>> OpenAt(const MuxerOptions& options, OffsetSink sink,
+                                                          bool seekable);
 
   ContainerMuxer(const ContainerMuxer&) = delete;
   ContainerMuxer& operator=(const ContainerMuxer&) = delete;
@@ -88,8 +91,6 @@ class ContainerMuxer {
 
  private:
   ContainerMuxer(const MuxerOptions& options, OffsetSink sink, bool seekable);
-  static StatusOr<std::unique_ptr<ContainerMuxer>> OpenWith(const MuxerOptions& options, OffsetSink sink,
-                                                           bool seekable);
   Status Init();
   Status Write(AVPacket* packet, const char* call);
   Status Failure(int err, const char* call) const;

@@ -51,7 +51,7 @@ struct Job {
   int output_shared_slots = 0;  // > 0: JPEGs go into shared-memory slots (shared_jpegs.h)
   media::ContainerFormat container = media::ContainerFormat::kMatroska;
   // The client writes each chunk at its offset (ContainerOutput.seekable): the muxer goes
-  // back to finish the container (ContainerMuxer::OpenSeekable).
+  // back to finish the container (ContainerMuxer::OpenAt).
   bool container_seekable = false;
   bool audio = false;
   bool autorotate = true;  // JobSpec.autorotate (absent: true)

@@ -109,16 +109,9 @@ Status Session::BeginOutput(int width, int height, int rate_num, int rate_den, i
       Send(std::move(chunk));
       return OkStatus();
     };
-    StatusOr<std::unique_ptr<media::ContainerMuxer>> m =
-        job_.container_seekable
-            ? media::ContainerMuxer::OpenSeekable(mo, sink)
-            : media::ContainerMuxer::Open(mo, [sink, at = uint64_t{0}](const uint8_t* data, size_t size) mutable {
-                const Status sent = sink(at, data, size);
-                at += size;
-                return sent;
-              });
-    RETURN_IF_ERROR(m.status());
-    muxers_.push_back(std::move(m).value());
+    ASSIGN_OR_RETURN(std::unique_ptr<media::ContainerMuxer> m,
+                     media::ContainerMuxer::OpenAt(mo, std::move(sink), job_.container_seekable));
+    muxers_.push_back(std::move(m));
   }
   return OkStatus();
 }

@@ -58,7 +58,7 @@ struct Transcoded {
 };
 
 // input file -> ContainerDecoder -> FrameConverter -> CpuJpegEncoder -> ContainerMuxer -> bytes;
-// `seekable`: into a file the sink writes at each chunk's offset (OpenSeekable).
+// `seekable`: into a file the sink writes at each chunk's offset (OpenAt).
 Transcoded Transcode(const std::string& input, MuxerOptions options, bool audio,
                      const std::string& out_name, bool seekable = false) {
   Transcoded t;
@@ -92,7 +92,7 @@ Transcoded Transcode(const std::string& input, MuxerOptions options, bool audio,
       options.audio_time_base = decoder.audio()->time_base;
     }
     if (seekable) {
-      ASSIGN_OR_RETURN(muxer, ContainerMuxer::OpenSeekable(options, offset_sink));
+      ASSIGN_OR_RETURN(muxer, ContainerMuxer::OpenAt(options, offset_sink, true));
     } else {
       ASSIGN_OR_RETURN(muxer, ContainerMuxer::Open(options, sink));
     }

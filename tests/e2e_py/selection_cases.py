@@ -14,7 +14,7 @@ ends before the input does ends the call OK while the client is still sending; t
 client's later writes go nowhere. Bad selections get INVALID_ARGUMENT naming the field.
 """
 
-import time
+import threading
 
 import conveyor_harness as h
 import random_access_cases
@@ -103,21 +103,26 @@ def check_frames_match(ours, ref, tag):
     return worst
 
 
-class CountingInput:
-    """Streams a file in small chunks, slowly, and counts what the call took."""
+class HeldInput:
+    """Streams a file in chunks up to half of it, then holds the rest back until released
+    (or for hold_s). A call that ends while the rest is held ended without it, whatever the
+    host's speed."""
 
-    def __init__(self, pb, path, chunk=8192, pause_s=0.01):
+    def __init__(self, pb, path, chunk=8192, hold_s=30.0):
         with open(path, "rb") as f:
             self.data = f.read()
-        self.pb, self.chunk, self.pause_s = pb, chunk, pause_s
+        self.pb, self.chunk, self.hold_s = pb, chunk, hold_s
         self.sent = 0
         self.chunks = (len(self.data) + chunk - 1) // chunk
+        self.hold_at = self.chunks // 2
+        self.released = threading.Event()
 
     def __iter__(self):
         for off in range(0, len(self.data), self.chunk):
+            if self.sent == self.hold_at:
+                self.released.wait(self.hold_s)
             self.sent += 1
             yield self.pb.TranscodeRequest(container_chunk=self.data[off:off + self.chunk])
-            time.sleep(self.pause_s)
 
 
 # name, JobSpec selection fields, ffmpeg options before -i / after -i (None: the CLI's own
@@ -357,14 +362,16 @@ def selection_ends_a_streamed_input_early(ctx):
     mkv, _ = make_clips(ctx)
     failures = []
     for name, fields in (("end 2 s", dict(end_seconds=2.0)), ("5 frames", dict(max_frames=5))):
-        source = CountingInput(pb, mkv)
+        source = HeldInput(pb, mkv)
         o = h.transcode(ctx.stub, pb, spec(pb, **fields), source, timeout_s=60)
+        sent = source.sent
+        source.released.set()
         log("%-8s %s: %d frames, the client sent %d of %d chunks, %.2f s" %
-            (name, o.describe(), len(o.frames.get(0, [])), source.sent, source.chunks, o.seconds))
+            (name, o.describe(), len(o.frames.get(0, [])), sent, source.chunks, o.seconds))
         try:
             h.expect_ok(o, name)
-            check(source.sent < source.chunks // 2, "%s: the call took %d of %d chunks before it ended" %
-                  (name, source.sent, source.chunks))
+            check(sent <= source.hold_at, "%s: the call took %d of %d chunks before it ended; it should end "
+                  "while the last %d are held back" % (name, sent, source.chunks, source.chunks - source.hold_at))
         except h.CheckFailed as e:
             failures.append(str(e))
     # Raw input: pts in 1/frame_rate; start 0.2 s is pts 5 at 25 fps.

@@ -179,6 +179,13 @@ int RunConveyorctl(int argc, const char* const* argv, std::ostream& out, std::os
                    "read. 0: no limit.")
       ->type_name("N")
       ->check(CLI::NonNegativeNumber);
+  transcode_cmd
+      ->add_option("--fps", t.fps,
+                   "Write frames at RATE per second, as ffmpeg -vf fps=RATE samples: each frame at the\n"
+                   "grid points nearest its time, dropped or repeated (a repeat is the same JPEG).\n"
+                   "RATE: N, N.M (up to 3 decimals) or N/D; 0.5 is a frame every 2 s. Frame times are\n"
+                   "then on that grid, counted from the input's time 0.")
+      ->type_name("RATE");
   transcode_cmd->add_flag("--keyframes", t.keyframes,
                           "Decode and encode keyframes only (ffmpeg -skip_frame nokey): a thumbnail per GOP.");
   transcode_cmd->add_flag("--keep-partial", t.keep_partial,

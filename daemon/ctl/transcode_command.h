@@ -40,8 +40,9 @@ struct TranscodeOptions {
   std::string deinterlace = "auto";     // --deinterlace auto|on|off: JobSpec.deinterlace
   std::string decode;                   // --decode auto|gpu|cpu: JobSpec.decode; "": the daemon's
   // Selection, spelt as the ffmpeg CLI's: --ss, --to, -t (ffmpeg's time syntax), --frames
-  // (-frames:v), --keyframes (-skip_frame nokey). "" / 0 / false: not asked.
-  std::string ss, to, duration;
+  // (-frames:v), --fps (-vf fps=RATE), --keyframes (-skip_frame nokey). "" / 0 / false:
+  // not asked.
+  std::string ss, to, duration, fps;
   int64_t frames = 0;
   bool keyframes = false;
   std::string label;                    // client_label; empty: the input's file name

@@ -328,6 +328,11 @@ StatusOr<v1::JobSpec> BuildJobSpec(const TranscodeOptions& o) {
   }
   if (o.frames < 0) return InvalidArgument("--frames must be 0 or more");
   spec.set_max_frames(o.frames);
+  if (!o.fps.empty()) {
+    StatusOr<v1::Rational> rate = ParseFrameRate(o.fps);
+    if (!rate.ok()) return InvalidArgument("--fps: " + rate.status().message());
+    *spec.mutable_frame_rate() = *rate;
+  }
   spec.set_keyframes_only(o.keyframes);
   const std::string label = o.label.empty() ? DefaultLabel(o.input) : o.label;
   if (label.size() > kMaxLabelBytes) {

@@ -27,7 +27,7 @@ FrameSelection::Verdict FrameSelection::Decide(int64_t pts) {
   }
   if (spec_.start_seconds && t < *spec_.start_seconds) return Verdict::kDrop;
   ++kept_;
-  if (spec_.max_frames > 0 && kept_ >= spec_.max_frames) done_ = true;
+  if (spec_.max_frames > 0 && !spec_.sampled() && kept_ >= spec_.max_frames) done_ = true;
   return Verdict::kKeep;
 }
 

@@ -13,8 +13,12 @@ namespace conveyor {
 struct SelectionSpec {
   std::optional<double> start_seconds;
   std::optional<double> end_seconds;
-  int64_t max_frames = 0;
+  int64_t max_frames = 0;  // with a frame rate, counted by the FrameRateSampler instead
   bool keyframes_only = false;  // carried out by the decoder (AVDISCARD_NONKEY), not here
+  // JobSpec.frame_rate (0: none): the kept frames go through a FrameRateSampler.
+  int frame_rate_num = 0;
+  int frame_rate_den = 0;
+  bool sampled() const { return frame_rate_num > 0; }
 };
 
 class FrameSelection {

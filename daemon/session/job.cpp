@@ -2,6 +2,8 @@
 #include "job.h"
 
 #include <cmath>
+#include <sstream>
+#include <string>
 
 namespace conveyor {
 namespace {
@@ -50,7 +52,14 @@ Status CheckSeconds(double seconds, const std::string& field) {
   return OkStatus();
 }
 
-StatusOr<SelectionSpec> ParseSelection(const v1::JobSpec& spec, bool container_input) {
+// A limit in frames/s as a person writes it: 240, 59.94.
+std::string FormatRate(double fps) {
+  std::ostringstream out;
+  out << fps;
+  return out.str();
+}
+
+StatusOr<SelectionSpec> ParseSelection(const v1::JobSpec& spec, bool container_input, double max_frame_rate) {
   SelectionSpec s;
   const double start = spec.has_start_seconds() ? spec.start_seconds() : 0;
   if (spec.has_start_seconds()) {
@@ -80,6 +89,19 @@ StatusOr<SelectionSpec> ParseSelection(const v1::JobSpec& spec, bool container_i
   s.keyframes_only = spec.keyframes_only();
   if (s.keyframes_only && !container_input) {
     return InvalidArgument("spec.keyframes_only: needs container input (raw frames are not coded)");
+  }
+  if (spec.has_frame_rate() && (spec.frame_rate().num() != 0 || spec.frame_rate().den() != 0)) {
+    const v1::Rational& r = spec.frame_rate();
+    if (r.num() <= 0 || r.den() <= 0) {
+      return InvalidArgument("spec.frame_rate: " + std::to_string(r.num()) + "/" + std::to_string(r.den()) +
+                             " is not a positive rate");
+    }
+    if (static_cast<double>(r.num()) / r.den() > max_frame_rate) {
+      return InvalidArgument("spec.frame_rate: " + std::to_string(r.num()) + "/" + std::to_string(r.den()) +
+                             " fps is above the limit of " + FormatRate(max_frame_rate));
+    }
+    s.frame_rate_num = r.num();
+    s.frame_rate_den = r.den();
   }
   return s;
 }
@@ -219,7 +241,7 @@ StatusOr<Job> ParseJobSpec(const v1::JobSpec& spec, const JobLimits& limits) {
   if (!job.container_input && job.deinterlace == Job::Deinterlace::kOn) {
     return InvalidArgument("spec.deinterlace: DEINTERLACE_ON needs container input (raw frames carry no fields)");
   }
-  ASSIGN_OR_RETURN(job.selection, ParseSelection(spec, job.container_input));
+  ASSIGN_OR_RETURN(job.selection, ParseSelection(spec, job.container_input, limits.max_frame_rate));
   return job;
 }
 

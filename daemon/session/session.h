@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,6 +29,7 @@
 #include "display_orientation.h"
 #include "frame_assembly_ring.h"
 #include "frame_convert.h"
+#include "frame_rate_sampler.h"
 #include "hw_decode.h"
 #include "job.h"
 #include "muxer.h"
@@ -187,17 +189,38 @@ class Session : public std::enable_shared_from_this<Session> {
   Status BeginOutput(int width, int height, int rate_num, int rate_den, int tb_num, int tb_den,
                      const std::string& codec, const media::DisplayOrientation& display, AVFieldOrder field_order,
                      const AVCodecParameters* audio, AVRational audio_time_base);
+  // A frame the selection keeps, on its way to the worker. `pts`: in the input's time base.
   // `device`: the frame's planes are device surfaces (hardware decoding), frame by frame,
   // since a stream can move from the video engines to the CPU mid-stream.
-  Status SubmitFrame(const FrameView& view, int64_t pts, std::shared_ptr<void> keepalive,
-                     std::function<void()> on_input_released = nullptr,
-                     const FrameRequest::Deinterlace* deinterlace = nullptr,
-                     const FrameRequest::DeviceInput& device = {});
+  struct KeptFrame {
+    FrameView view;
+    int64_t pts = 0;
+    std::shared_ptr<void> keepalive;
+    std::function<void()> on_input_released;  // called once the worker is done with the input
+    std::optional<FrameRequest::Deinterlace> deinterlace;
+    FrameRequest::DeviceInput device;
+  };
+  // Without JobSpec.frame_rate: SubmitFrame at the frame's pts. With it, the frame waits
+  // for the next one (or FinishKept), which says at which grid points it is written
+  // (FrameRateSampler); a frame on none is let go unencoded.
+  Status SubmitKept(KeptFrame&& frame);
+  // The input ended (or the selection did) at `end_pts`: the last frame's pts plus its
+  // duration, in the input's time base.
+  Status FinishKept(int64_t end_pts);
+  // frame_rate with max_frames: that many frames are written, nothing more is read.
+  bool SamplingDone() const { return sampler_ && sampler_->done(); }
+  // Where a frame is written: `count` output frames from `pts` on, one pts apart (the
+  // frame_rate grid repeats a frame), its JPEGs encoded once and sent each time.
+  struct OutputTimes {
+    int64_t pts = 0;
+    int64_t count = 1;
+  };
+  Status SubmitFrame(KeptFrame&& frame, OutputTimes times);
   // A frame the worker handed over (on its thread): queued for the output thread, so the
   // worker's hand-over never runs this session's muxing or message building.
-  void OnFrameDone(int64_t pts, FrameResult&& result);
+  void OnFrameDone(OutputTimes times, FrameResult&& result);
   struct DoneFrame {
-    int64_t pts = 0;
+    OutputTimes times;
     FrameResult result;
     std::chrono::steady_clock::time_point handed_over;
     size_t reserved_bytes = 0;  // its JPEG bytes, counted as unsent output while queued
@@ -213,6 +236,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // messages' payload and queued frames' JPEG bytes. DropUnsent wakes SubmitFrame.
   void AddUnsent(size_t bytes);
   void DropUnsent(size_t bytes);
+  // Sends (or muxes) each rendition's JPEG of a finished frame as output frame
+  // frames_out_ at `pts`; false once the session failed (a muxer refused it).
+  bool WriteJpegs(const FrameResult& result, int64_t pts);
   // Sends rendition `rendition` of frame `index`: into a free shared JPEG slot when the
   // job has them and it fits, else in OutputPacket.data messages.
   void SendJpeg(uint32_t rendition, uint64_t index, int64_t pts, const JpegBytes& jpeg);
@@ -285,6 +311,9 @@ class Session : public std::enable_shared_from_this<Session> {
   bool attached_ = false;                        // guarded by raw_mu_
   std::atomic<uint32_t> shared_busy_{0};         // a bit per slot sent and not yet released
 
+  // JobSpec.frame_rate: made by BeginOutput; the pipeline thread's, as the frame it holds.
+  std::optional<FrameRateSampler> sampler_;
+  std::optional<KeptFrame> held_;
   std::vector<std::string> notes_;  // Started.notes; the pipeline thread's, before BeginOutput
   std::vector<Rendition> renditions_;
   Orientation turn_;  // applied to every frame (autorotate), set by BeginOutput

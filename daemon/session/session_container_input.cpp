@@ -227,8 +227,15 @@ Status Session::RunContainer() {
       d.next = r.next;
       frames_deinterlaced_++;
     }
-    return SubmitFrame(r.cur.view, r.cur.pts, std::move(r.owner), nullptr, &d, r.cur.device);
+    return SubmitKept(KeptFrame{r.cur.view, r.cur.pts, std::move(r.owner), nullptr, d, r.cur.device});
   };
+  // frame_rate: the last frame is written up to its end, its pts plus its duration (the
+  // packet's, else one frame at the stream's rate), as the ffmpeg CLI ends the fps filter.
+  const int64_t rate_duration =
+      v.frame_rate.num > 0 && v.frame_rate.den > 0 && v.time_base.num > 0
+          ? av_rescale_q(1, AVRational{v.frame_rate.den, v.frame_rate.num}, v.time_base)
+          : 0;
+  int64_t kept_end = 0;
   // The device frames on their way to the worker; the decoder's surfaces are bounded.
   auto surfaces = std::make_shared<media::SurfaceGate>(options_.held_device_frames);
   // start_seconds on an input that can seek: decoding starts at the keyframe before it.
@@ -248,7 +255,7 @@ Status Session::RunContainer() {
   }
   auto end_input = [&]() -> Status {
     if (auto last = window.Finish()) RETURN_IF_ERROR(submit(std::move(*last)));
-    return OkStatus();
+    return FinishKept(kept_end);
   };
   for (;;) {
     const auto waiting = std::chrono::steady_clock::now();
@@ -365,14 +372,15 @@ Status Session::RunContainer() {
     }
     have_last_pts = true;
     last_pts = pts;
+    kept_end = pts + (f.frame->pkt_duration > 0 ? f.frame->pkt_duration : rate_duration);
     if (!may_deinterlace) {
-      RETURN_IF_ERROR(SubmitFrame(converted->view, pts, std::move(keepalive), nullptr, nullptr, device));
+      RETURN_IF_ERROR(SubmitKept(KeptFrame{converted->view, pts, std::move(keepalive), nullptr, std::nullopt, device}));
     } else if (auto ready = window.Push(
                    {converted->view, pts, std::move(keepalive), f.interlaced, f.top_field_first, device})) {
       RETURN_IF_ERROR(submit(std::move(*ready)));
     }
     // max_frames reached: the input is read no further (the call ends; see JobSpec).
-    if (selection.done()) return end_input();
+    if (selection.done() || SamplingDone()) return end_input();
   }
 }
 

@@ -34,6 +34,15 @@ Status Session::BeginOutput(int width, int height, int rate_num, int rate_den, i
                      " output cannot carry the display matrix (FFmpeg 5.1's muxer); the frames are stored as "
                      "decoded, to be shown with " + OrientationName(carried));
   }
+  if (job_.selection.sampled()) {
+    // The frames are written on the frame_rate grid, and their pts are its points.
+    const SelectionSpec& sel = job_.selection;
+    sampler_.emplace(sel.frame_rate_num, sel.frame_rate_den, tb_num, tb_den, sel.max_frames);
+    rate_num = sel.frame_rate_num;
+    rate_den = sel.frame_rate_den;
+    tb_num = sel.frame_rate_den;
+    tb_den = sel.frame_rate_num;
+  }
   std::vector<std::string> labels;
   for (const Rendition& r : renditions_) {  // 0 x 0 is the source size
     labels.push_back(std::to_string(r.width == 0 ? width : r.width) + "x" +
@@ -116,10 +125,32 @@ Status Session::BeginOutput(int width, int height, int rate_num, int rate_den, i
   return OkStatus();
 }
 
-Status Session::SubmitFrame(const FrameView& view, int64_t pts, std::shared_ptr<void> keepalive,
-                            std::function<void()> on_input_released,
-                            const FrameRequest::Deinterlace* deinterlace,
-                            const FrameRequest::DeviceInput& device) {
+Status Session::SubmitKept(KeptFrame&& frame) {
+  if (!sampler_) return SubmitFrame(std::move(frame), OutputTimes{frame.pts, 1});
+  const FrameRateSampler::Span span = sampler_->done() ? FrameRateSampler::Span{} : sampler_->Next(frame.pts);
+  std::optional<KeptFrame> before = std::exchange(held_, std::move(frame));
+  if (sampler_->done()) held_.reset();  // max_frames: no later frame is written
+  if (!before) return OkStatus();
+  if (span.count == 0) {
+    if (before->on_input_released) before->on_input_released();
+    return OkStatus();  // covers no grid point: dropped, as the fps filter drops it
+  }
+  return SubmitFrame(std::move(*before), OutputTimes{span.first, span.count});
+}
+
+Status Session::FinishKept(int64_t end_pts) {
+  if (!sampler_) return OkStatus();
+  std::optional<KeptFrame> last = std::exchange(held_, std::nullopt);
+  if (!last) return OkStatus();
+  const FrameRateSampler::Span span = sampler_->done() ? FrameRateSampler::Span{} : sampler_->Finish(end_pts);
+  if (span.count == 0) {
+    if (last->on_input_released) last->on_input_released();
+    return OkStatus();
+  }
+  return SubmitFrame(std::move(*last), OutputTimes{span.first, span.count});
+}
+
+Status Session::SubmitFrame(KeptFrame&& frame, OutputTimes times) {
   const auto since = [](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
   };
@@ -133,18 +164,18 @@ Status Session::SubmitFrame(const FrameView& view, int64_t pts, std::shared_ptr<
   }
   FrameRequest request;
   request.id = frames_in_.load();
-  request.frame = view;
+  request.frame = frame.view;
   request.orientation = turn_;
-  if (deinterlace != nullptr) request.deinterlace = *deinterlace;
+  if (frame.deinterlace) request.deinterlace = *frame.deinterlace;
   request.renditions = renditions_;
   // The session's own stream of frames: in order among themselves, never held back by
   // another session's. The address is unique among live sessions, and a session lives
   // while the worker holds any of its frames (on_done keeps it).
   request.stream = reinterpret_cast<uintptr_t>(this);
-  request.on_done = [self = shared_from_this(), pts](FrameResult&& r) { self->OnFrameDone(pts, std::move(r)); };
-  request.owner = std::move(keepalive);  // the CPU worker encodes from it, the GPU worker copies
-  request.device = device;
-  request.on_input_released = std::move(on_input_released);
+  request.on_done = [self = shared_from_this(), times](FrameResult&& r) { self->OnFrameDone(times, std::move(r)); };
+  request.owner = std::move(frame.keepalive);  // the CPU worker encodes from it, the GPU worker copies
+  request.device = frame.device;
+  request.on_input_released = std::move(frame.on_input_released);
   const auto submitting = std::chrono::steady_clock::now();
   Status s = lane_->Submit(std::move(request));
   lane_wait_seconds_ += since(submitting);
@@ -156,8 +187,8 @@ Status Session::SubmitFrame(const FrameView& view, int64_t pts, std::shared_ptr<
   return OkStatus();
 }
 
-void Session::OnFrameDone(int64_t pts, FrameResult&& result) {
-  DoneFrame frame{pts, std::move(result), std::chrono::steady_clock::now(), 0};
+void Session::OnFrameDone(OutputTimes times, FrameResult&& result) {
+  DoneFrame frame{times, std::move(result), std::chrono::steady_clock::now(), 0};
   // Its JPEGs count as output not yet written from now on, as they would once sent, so
   // that the output bound holds back the next frame already (SubmitFrame).
   for (const JpegBytes& jpeg : frame.result.jpeg) frame.reserved_bytes += jpeg.size();
@@ -223,7 +254,6 @@ void Session::FrameCompleted() {
 }
 
 void Session::WriteFrame(DoneFrame& frame) {
-  const int64_t pts = frame.pts;
   FrameResult& result = frame.result;
   Touch();
   bool ok = result.status.ok();
@@ -235,28 +265,12 @@ void Session::WriteFrame(DoneFrame& frame) {
     meter_.FrameFailed(result.status);
     Fail(result.status.WithContext("frame " + std::to_string(frames_out_.load())));
   } else if (ok) {
-    const uint64_t index = frames_out_.load();
-    for (size_t i = 0; i < result.jpeg.size() && ok; ++i) {
-      const JpegBytes& jpeg = result.jpeg[i];
-      if (!muxers_.empty()) {
-        std::vector<uint8_t> scratch;  // the muxer takes one contiguous packet
-        const uint8_t* image = jpeg.Contiguous(&scratch);
-        std::lock_guard<std::mutex> lock(mux_mu_);
-        const auto mux_start = std::chrono::steady_clock::now();
-        Status s = muxers_[i]->WriteVideo(image, jpeg.size(), pts);
-        meter_.Muxed(std::chrono::duration<double>(std::chrono::steady_clock::now() - mux_start).count());
-        if (!s.ok()) {
-          Fail(s.WithContext("mux rendition " + std::to_string(i)));
-          ok = false;
-        }
-        continue;
-      }
-      SendJpeg(static_cast<uint32_t>(i), index, pts, jpeg);
-      bytes_out_ += jpeg.size();
-      meter_.BytesOut(jpeg.size());
+    // A frame the frame_rate grid repeats goes out once per point, the same bytes each time.
+    for (int64_t repeat = 0; repeat < frame.times.count && ok; ++repeat) {
+      ok = WriteJpegs(result, frame.times.pts + repeat);
+      if (ok) frames_out_++;
     }
     if (ok) {
-      frames_out_++;
       meter_.FrameDone(result);
       encode_seconds_ += std::chrono::duration<double>(result.times.done - result.times.started).count();
       handover_seconds_ += std::chrono::duration<double>(frame.handed_over - result.times.done).count();
@@ -277,6 +291,30 @@ void Session::WriteFrame(DoneFrame& frame) {
   // What it sent counts now (Send), so its reservation goes.
   DropUnsent(frame.reserved_bytes);
   FrameCompleted();
+}
+
+bool Session::WriteJpegs(const FrameResult& result, int64_t pts) {
+  const uint64_t index = frames_out_.load();
+  for (size_t i = 0; i < result.jpeg.size(); ++i) {
+    const JpegBytes& jpeg = result.jpeg[i];
+    if (!muxers_.empty()) {
+      std::vector<uint8_t> scratch;  // the muxer takes one contiguous packet
+      const uint8_t* image = jpeg.Contiguous(&scratch);
+      std::lock_guard<std::mutex> lock(mux_mu_);
+      const auto mux_start = std::chrono::steady_clock::now();
+      Status s = muxers_[i]->WriteVideo(image, jpeg.size(), pts);
+      meter_.Muxed(std::chrono::duration<double>(std::chrono::steady_clock::now() - mux_start).count());
+      if (!s.ok()) {
+        Fail(s.WithContext("mux rendition " + std::to_string(i)));
+        return false;
+      }
+      continue;
+    }
+    SendJpeg(static_cast<uint32_t>(i), index, pts, jpeg);
+    bytes_out_ += jpeg.size();
+    meter_.BytesOut(jpeg.size());
+  }
+  return true;
 }
 
 void Session::SendJpeg(uint32_t rendition, uint64_t index, int64_t pts, const JpegBytes& jpeg) {

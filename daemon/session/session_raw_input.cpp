@@ -201,9 +201,11 @@ void Session::ReturnAssemblyRing() {
 Status Session::SubmitRawFrames() {
   // pts are in units of 1/frame_rate (RawFrameChunk.pts).
   FrameSelection selection(job_.selection, job_.frame_rate_den, job_.frame_rate_num);
+  int64_t kept_end = 0;
   for (;;) {
     RawFrame frame;
     bool resume = false;
+    bool ended = false;
     {
       std::unique_lock<std::mutex> lock(raw_mu_);
       raw_cv_.wait(lock, [&] {
@@ -218,16 +220,18 @@ Status Session::SubmitRawFrames() {
                                  "): input ended inside a frame, after " + std::to_string(assembling_size_) +
                                  " of " + std::to_string(job_.RawFrameBytes()) + " bytes");
         }
-        return OkStatus();
+        ended = true;
+      } else {
+        frame = std::move(raw_frames_.front());
+        raw_frames_.pop_front();
+        // Counted under raw_mu_ with the pop: TryPushFrameChunk names a frame by
+        // frames_in_ + raw_frames_.size(), which must not see the frame in neither.
+        frames_in_++;
+        resume = raw_refused_;
+        raw_refused_ = false;
       }
-      frame = std::move(raw_frames_.front());
-      raw_frames_.pop_front();
-      // Counted under raw_mu_ with the pop: TryPushFrameChunk names a frame by
-      // frames_in_ + raw_frames_.size(), which must not see the frame in neither.
-      frames_in_++;
-      resume = raw_refused_;
-      raw_refused_ = false;
     }
+    if (ended) return FinishKept(kept_end);
     if (resume) {
       std::lock_guard<std::mutex> lock(sink_mu_);
       if (sink_ != nullptr && !closed_) sink_->ResumeReading();
@@ -237,7 +241,7 @@ Status Session::SubmitRawFrames() {
     if (verdict != FrameSelection::Verdict::kKeep) {
       // A frame not encoded is done with at once: its shared-memory slot goes back.
       if (frame.shared_slot >= 0) ReleaseSharedSlot(frame.shared_slot);
-      if (verdict == FrameSelection::Verdict::kStop) return OkStatus();
+      if (verdict == FrameSelection::Verdict::kStop) return FinishKept(kept_end);
       continue;
     }
     ASSIGN_OR_RETURN(FrameView view, MakePackedFrameView(frame.data, frame.size, job_.raw_width, job_.raw_height,
@@ -248,8 +252,11 @@ Status Session::SubmitRawFrames() {
         if (std::shared_ptr<Session> s = self.lock()) s->ReleaseSharedSlot(slot);
       };
     }
-    RETURN_IF_ERROR(SubmitFrame(view, frame.pts, std::move(frame.keepalive), std::move(released)));
-    if (selection.done()) return OkStatus();  // max_frames: the input is read no further
+    kept_end = frame.pts + 1;  // a raw frame lasts one 1/frame_rate step
+    RETURN_IF_ERROR(
+        SubmitKept(KeptFrame{view, frame.pts, std::move(frame.keepalive), std::move(released), std::nullopt, {}}));
+    // max_frames: the input is read no further
+    if (selection.done() || SamplingDone()) return FinishKept(kept_end);
   }
 }
 

@@ -1,8 +1,9 @@
-// conveyorctl's selection options (--ss, --to, -t, --frames, --keyframes) into the
+// conveyorctl's selection options (--ss, --to, -t, --frames, --fps, --keyframes) into the
 // JobSpec: the ffmpeg CLI's time syntax, and what the client refuses before a call.
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 
 #include "transcode_command.h"
 
@@ -60,6 +61,27 @@ TEST(CtlSelection, NoOptionsAskForNoSelection) {
   EXPECT_FALSE(spec->has_start_seconds() || spec->has_end_seconds() || spec->has_duration_seconds());
   EXPECT_EQ(spec->max_frames(), 0);
   EXPECT_FALSE(spec->keyframes_only());
+  EXPECT_FALSE(spec->has_frame_rate());
+}
+
+TEST(CtlSelection, FpsIsARationalRate) {
+  const std::tuple<const char*, int, int> good[] = {{"1", 1, 1}, {"0.5", 1, 2}, {"29.97", 2997, 100},
+                                                    {"30000/1001", 30000, 1001}, {"24/2", 12, 1}};
+  for (const auto& [text, num, den] : good) {
+    TranscodeOptions o = Options();
+    o.fps = text;
+    StatusOr<v1::JobSpec> spec = BuildJobSpec(o);
+    ASSERT_TRUE(spec.ok()) << text << ": " << spec.status().ToString();
+    EXPECT_EQ(spec->frame_rate().num(), num) << text;
+    EXPECT_EQ(spec->frame_rate().den(), den) << text;
+  }
+  for (const char* text : {"0", "-1", "x", "1/0", "0.0001"}) {
+    TranscodeOptions o = Options();
+    o.fps = text;
+    StatusOr<v1::JobSpec> spec = BuildJobSpec(o);
+    ASSERT_FALSE(spec.ok()) << text;
+    EXPECT_NE(spec.status().message().find("--fps"), std::string::npos) << spec.status().message();
+  }
 }
 
 TEST(CtlSelection, RefusedBeforeTheCall) {

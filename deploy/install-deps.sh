@@ -17,6 +17,9 @@ if [[ "${1:-}" == "--test" ]]; then
   # tests/e2e_py: the independent Python client (Debian's grpcio, not pip's; its stubs come from
   # protobuf-compiler-grpc above) and the standard health and reflection protos.
   packages+=(python3-grpcio python3-protobuf grpc-proto)
+  # tests/python_client: `pip install clients/python` offline into a venv (Debian's pip,
+  # setuptools and wheel).
+  packages+=(python3-pip python3-setuptools python3-wheel python3-venv)
   # tests/fuzz: clang with libFuzzer and the sanitizer runtimes, llvm-symbolizer for traces.
   packages+=(clang-15 libclang-common-15-dev llvm-15)
   # tests/run.sh: the CPU encoder's baseline code (the target_clones "default" variants and

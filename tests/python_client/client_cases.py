@@ -63,6 +63,27 @@ def frames_selection_vs_ffprobe(ctx, conveyor):
         check(djpeg_size(jpeg, ctx.work, "key%02d.jpg" % k) == (320, 180), "keyframe %d is not 320x180" % k)
 
 
+def ffmpeg_fps_pts(src, rate):
+    """pts (seconds) of the frames `ffmpeg -copyts -i SRC -vf fps=RATE` writes."""
+    p = run(["ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-copyts", "-i", src, "-vf",
+             "fps=%s" % rate, "-f", "framecrc", "-"])
+    text = p.stdout.decode()
+    num, den = map(int, re.search(r"^#tb 0: (\d+)/(\d+)$", text, re.M).groups())
+    return [int(line.split(",")[2]) * num / den for line in text.splitlines() if line and not line.startswith("#")]
+
+
+@case
+def fps_vs_ffmpeg_cli(ctx, conveyor):
+    """fps=1 and fps=0.5 give the frames (count and times) of `ffmpeg -copyts -vf fps=R`."""
+    src = make_h264(ctx.path("src.mp4"), 6.5, faststart=True)
+    for rate, arg in (("1", 1), ("1/2", 0.5), ("30000/1001", "30000/1001")):
+        want = ffmpeg_fps_pts(src, rate)
+        got = [t for t, _ in conveyor.frames(src, target=ctx.target, fps=arg)]
+        log("fps=%s: %d frames (ffmpeg: %d); pts %s" % (rate, len(got), len(want), [round(t, 3) for t in got[:8]]))
+        check(close_to(got, want), "fps=%s: %d frames at %s, ffmpeg -vf fps gives %d at %s" %
+              (rate, len(got), got[:8], len(want), want[:8]))
+
+
 @case
 def random_access_input(ctx, conveyor):
     """An MP4 whose moov follows mdat is read through seekable input: the daemon asks for

@@ -120,10 +120,11 @@ echo "=== build: cpu ==="
 build cpu
 run_tests cpu
 
-# The Debian package (installed and purged again: needs root, which CI has) and the
-# portable bundle, both from the cpu build.
-echo "=== package: Debian package and portable bundle (cpu) ==="
+# The Debian packages (installed and purged again: needs root, which CI has), the daemon's
+# and the Python client's, and the portable bundle, all from the cpu build.
+echo "=== package: Debian packages and portable bundle (cpu) ==="
 tests/package/deb_test.sh build/cpu
+tests/package/deb_python_test.sh build/cpu
 tests/package/bundle_test.sh build/cpu
 
 # SIMD: the DCT test checks every hand-written variant this CPU has and names the ones it

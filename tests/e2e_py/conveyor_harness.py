@@ -85,6 +85,10 @@ class Stubs:
         out = os.path.join(work_dir, "stubs")
         os.makedirs(out)
         _protoc([proto_dir, PROTOC_INCLUDE], out, ["conveyor/v1/transcoder.proto"])
+        # A regular package, so that an installed conveyor package (python3-conveyor), which
+        # would win over a namespace package, does not stand in for these stubs.
+        for d in ("conveyor", "conveyor/v1"):
+            open(os.path.join(out, d, "__init__.py"), "w").close()
         # The standard protos live under grpc/...; generated as they are, they would make a
         # local package `grpc` that shadows grpcio. Copied under another directory name, the
         # modules are e2e_std.*; the proto packages (grpc.health.v1, ...) stay as they are,
@@ -98,6 +102,7 @@ class Stubs:
         sys.path.insert(0, out)
         importlib.invalidate_caches()
         self.pb = importlib.import_module("conveyor.v1.transcoder_pb2")
+        check(self.pb.__file__.startswith(out), "conveyor.v1 imported from %s, not %s" % (self.pb.__file__, out))
         self.pb_grpc = importlib.import_module("conveyor.v1.transcoder_pb2_grpc")
         self.health = importlib.import_module("e2e_std.health_pb2")
         self.health_grpc = importlib.import_module("e2e_std.health_pb2_grpc")

@@ -29,6 +29,7 @@ def case(fn):
 class Ctx:
     def __init__(self, args, tag):
         self.work = work_dir(tag)
+        self.daemon_binary = args.conveyord
         self.daemon = Daemon(args.conveyord, self.work)
         self.target = self.daemon.target
 
@@ -122,7 +123,7 @@ def random_access_input(ctx, conveyor):
 @case
 def shared_memory_matches_messages(ctx, conveyor):
     """On the unix socket, JPEGs come through the daemon's shared memory, byte for byte
-    those that come in messages."""
+    those that come in messages; from a daemon with shared memory off, in messages."""
     src = make_h264(ctx.path("src.mp4"), 2, size="640x360", faststart=True)
     plain = conveyor.frames(src, target=ctx.target, shared_memory=False, size=(320, 0))
     by_message = list(plain)
@@ -136,6 +137,29 @@ def shared_memory_matches_messages(ctx, conveyor):
     check(len(by_slot) == len(by_message) == 50, "%d and %d JPEGs, want 50" % (len(by_slot), len(by_message)))
     check(by_slot == by_message, "%d of %d frames differ between slots and messages" %
           (sum(a != b for a, b in zip(by_slot, by_message)), len(by_slot)))
+
+    # A local daemon with shared memory off: the default falls back to messages; asked
+    # for explicitly, the daemon's refusal is the error.
+    import grpc
+    off_dir = os.path.join(ctx.work, "shm_off")
+    os.makedirs(off_dir)
+    config = os.path.join(off_dir, "conveyord.toml")
+    with open(config, "w") as f:
+        f.write("[server]\nshared_memory = false\n")
+    off = Daemon(ctx.daemon_binary, off_dir, config=config)
+    try:
+        fallback = conveyor.frames(src, target=off.target, size=(320, 0))
+        got = list(fallback)
+        log("shared memory off: %d JPEGs, %d through slots" % (len(got), fallback.shared_jpegs))
+        check(got == by_message and fallback.shared_jpegs == 0, "the fallback to messages gave other JPEGs")
+        try:
+            list(conveyor.frames(src, target=off.target, shared_memory=True))
+            raise CheckFailed("shared_memory=True on a daemon without it gave no error")
+        except conveyor.ConveyorError as e:
+            log("shared_memory=True: %s" % e)
+            check(e.code == grpc.StatusCode.FAILED_PRECONDITION and "shared_memory_slots" in e.details, str(e))
+    finally:
+        off.stop()
 
 
 @case
@@ -210,7 +234,8 @@ def close_cancels_the_call(ctx, conveyor):
 @case
 def errors_carry_the_status(ctx, conveyor):
     """A bad spec raises ConveyorError with INVALID_ARGUMENT and the daemon's message naming
-    the field; a daemon that is not there gives UNAVAILABLE."""
+    the field (and a failed transcode() leaves no file); a daemon that is not there gives
+    UNAVAILABLE; a missing input file and a bad fps fail before any call."""
     import grpc
     src = make_h264(ctx.path("src.mp4"), 1, faststart=True)
     try:
@@ -226,6 +251,12 @@ def errors_carry_the_status(ctx, conveyor):
     except conveyor.ConveyorError as e:
         log("end+duration: %s" % e)
         check(e.code == grpc.StatusCode.INVALID_ARGUMENT, "end+duration: %s" % e.code)
+    check(not os.path.exists(ctx.path("x.mkv")), "a failed transcode() left its output file")
+    try:
+        conveyor.frames(ctx.path("missing.mp4"), target=ctx.target)
+        raise CheckFailed("frames() of a missing file raised nothing")
+    except FileNotFoundError:
+        pass
     try:
         list(conveyor.frames(src, target="unix:" + ctx.path("nobody.sock"), timeout=5))
         raise CheckFailed("a missing daemon gave no error")

@@ -55,12 +55,12 @@ def work_dir(tag):
 class Daemon:
     """conveyord --workers cpu on WORK/conveyord.sock; target is its gRPC address."""
 
-    def __init__(self, binary, work):
+    def __init__(self, binary, work, config=""):
         self.socket_path = os.path.join(work, "conveyord.sock")
         self.target = "unix:" + self.socket_path
         self.log_path = os.path.join(work, "conveyord.log")
         self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen([binary, "--config", "", "--listen", self.target, "--workers", "cpu",
+        self.proc = subprocess.Popen([binary, "--config", config, "--listen", self.target, "--workers", "cpu",
                                       "--cpu-threads", "2", "--log-level", "warn", "--metrics-listen", ""],
                                      stdout=self._log, stderr=subprocess.STDOUT)
         give_up = time.monotonic() + 30

@@ -71,7 +71,7 @@ def job_spec(size=(0, 0), quality=0, fps=None, start=None, end=None, duration=No
 
 class Frames:
     """The JPEGs of one Transcode call, as (pts_seconds, jpeg_bytes) in output order.
-    close() (or leaving a `with` block, or dropping the iterator) cancels the call.
+    close() (or leaving a `with` block) cancels the call if it is still going.
     started and summary hold the daemon's Started and Summary once they have come;
     shared_jpegs counts the JPEGs read from shared memory rather than from messages."""
 
@@ -79,7 +79,12 @@ class Frames:
         self.started = None
         self.summary = None
         self.shared_jpegs = 0
-        self._gen = self._run(client, spec, input, shared_memory, timeout, own_client)
+        self._client = client
+        self._own_client = own_client
+        self._source = Source(input)  # a missing file fails here, not at the first frame
+        spec.container.seekable = self._source.seekable
+        spec.container.size = self._source.size
+        self._gen = self._run(spec, shared_memory, timeout)
 
     def __iter__(self):
         return self
@@ -88,7 +93,10 @@ class Frames:
         return next(self._gen)
 
     def close(self):
-        self._gen.close()
+        self._gen.close()  # runs _run's cleanup when it has started
+        self._source.close()
+        if self._own_client:
+            self._client.close()
 
     def __enter__(self):
         return self
@@ -96,17 +104,32 @@ class Frames:
     def __exit__(self, *exc):
         self.close()
 
-    def _run(self, client, spec, input, shared_memory, timeout, own_client):
-        source = Source(input)
-        spec.container.seekable = source.seekable
-        spec.container.size = source.size
-        if shared_memory:
-            spec.output.frames.shared_memory_slots = SHARED_SLOTS
-        requests = RequestStream(spec, source, keep_open=shared_memory)
+    def _run(self, spec, shared_memory, timeout):
+        try:
+            if shared_memory is None:
+                # On by default for a local daemon; one that has it off (server.shared_memory)
+                # refuses the spec before reading input, and a seekable input can start over.
+                try:
+                    yield from self._call(spec, self._client.target.startswith("unix:"), timeout)
+                except ConveyorError as e:
+                    if not (e.code == grpc.StatusCode.FAILED_PRECONDITION and self.started is None and
+                            self._source.seekable and "spec.output.frames.shared_memory_slots" in e.details):
+                        raise
+                    yield from self._call(spec, False, timeout)
+            else:
+                yield from self._call(spec, shared_memory, timeout)
+        finally:
+            self._source.close()
+            if self._own_client:
+                self._client.close()
+
+    def _call(self, spec, shared_memory, timeout):
+        spec.output.frames.shared_memory_slots = SHARED_SLOTS if shared_memory else 0
+        requests = RequestStream(spec, self._source, keep_open=shared_memory)
         slots = None
         call = None
         try:
-            call = client.stub.Transcode(iter(requests), timeout=timeout)
+            call = self._client.stub.Transcode(iter(requests), timeout=timeout)
             time_base = None
             partial = bytearray()
             for resp in call:
@@ -142,9 +165,6 @@ class Frames:
                 call.cancel()  # nothing once the call has ended
             if slots is not None:
                 slots.close()
-            source.close()
-            if own_client:
-                client.close()
 
 
 class Result:
@@ -177,9 +197,6 @@ class Client:
     def __exit__(self, *exc):
         self.close()
 
-    def _local(self):
-        return self.target.startswith("unix:")
-
     def frames(self, input, fps=None, size=(0, 0), start=None, end=None, duration=None, max_frames=0,
                keyframes_only=False, quality=0, shared_memory=None, format_hint="", timeout=None,
                label="conveyor-python", _own_client=False):
@@ -188,11 +205,10 @@ class Client:
         source size. fps samples the output as `ffmpeg -vf fps=R` does. start/end/duration
         are seconds on the input's timeline, as `ffmpeg -ss/-to/-t`; max_frames as
         `-frames:v`; keyframes_only as `-skip_frame nokey`. shared_memory (default: on for
-        a unix socket) takes the JPEGs from the daemon's memory instead of messages.
+        a unix socket, unless the daemon has it off) takes the JPEGs from the daemon's
+        memory instead of messages.
         Errors raise ConveyorError with the gRPC status."""
         spec = job_spec(size, quality, fps, start, end, duration, max_frames, keyframes_only, format_hint, label)
-        if shared_memory is None:
-            shared_memory = self._local()
         return Frames(self, spec, input, shared_memory, timeout, own_client=_own_client)
 
     def transcode(self, input, output, format=None, fps=None, size=(0, 0), start=None, end=None, duration=None,
@@ -202,7 +218,8 @@ class Client:
         object). format: "matroska"/"mkv", "mov" or "avi"; None takes it from output's
         extension. A path or a seekable file gets a finished container (Matroska with
         duration and cues, MOV with its moov, AVI with its index); a pipe gets live output.
-        audio copies the input's audio. Returns a Result with the daemon's Summary."""
+        audio copies the input's audio. Returns a Result with the daemon's Summary; on an
+        error, a file made at a path is removed."""
         if format is None:
             name = output if isinstance(output, (str, os.PathLike)) else getattr(output, "name", "")
             ext = os.path.splitext(str(name))[1].lower()
@@ -217,6 +234,7 @@ class Client:
         spec.audio_passthrough = audio
         owned = open(output, "wb") if isinstance(output, (str, os.PathLike)) else None
         out = owned or output
+        done = False
         try:
             seekable = bool(getattr(out, "seekable", lambda: False)())
             spec.output.container.format = container_format
@@ -247,10 +265,13 @@ class Client:
                 requests.stop()
                 call.cancel()
                 source.close()
+            done = True
             return Result(started, summary)
         finally:
             if owned is not None:
                 owned.close()
+                if not done:
+                    os.unlink(output)  # no half-written container is left behind
 
     def list_sessions(self, timeout=10):
         """The daemon's sessions now (ListSessions): SessionInfo messages."""

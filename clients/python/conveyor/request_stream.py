@@ -11,6 +11,7 @@ is streamed front to back as container_chunk messages."""
 import io
 import os
 import queue
+import threading
 
 from .v1 import transcoder_pb2 as pb
 
@@ -33,6 +34,7 @@ class Source:
             raise TypeError("input: a path, bytes or a binary file object, not %s" % type(input).__name__)
         self.seekable = False
         self.size = 0
+        self._lock = threading.Lock()  # a call that ends and its retry may both read
         try:
             if self.file.seekable():
                 self.size = self.file.seek(0, io.SEEK_END)
@@ -42,8 +44,9 @@ class Source:
             pass
 
     def read_at(self, offset, n):
-        self.file.seek(offset)
-        return self.file.read(n)
+        with self._lock:
+            self.file.seek(offset)
+            return self.file.read(n)
 
     def close(self):
         if self._owned is not None:

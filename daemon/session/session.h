@@ -174,6 +174,9 @@ class Session : public std::enable_shared_from_this<Session> {
  private:
   void Run();
   Status RunContainer();
+  // Device frames the session may hold (its SurfaceGate's bound, the decoder's extra
+  // surfaces): decode.held_frames plus those its own stages hold back.
+  int HeldDeviceFrames() const;
   // The decoder's damage counts into the session's (Progress, Summary) and the metrics.
   void RecordDamage(const media::ContainerDecoder& decoder);
   Status RunRaw();

@@ -108,6 +108,15 @@ void Session::SetDecodeDevice(std::shared_ptr<media::HwDecodeDevice> device, std
   decode_worker_ = worker;
 }
 
+int Session::HeldDeviceFrames() const {
+  // Frames the session itself holds back wait for frames not yet decoded: the deinterlace
+  // window's two (the frame before and the one waiting for its next) and the frame_rate
+  // sampler's one. They come on top of decode.held_frames, or decoding could wait for
+  // room that only the next decoded frame would make.
+  const int held_back = (job_.deinterlace != Job::Deinterlace::kOff ? 2 : 0) + (job_.selection.sampled() ? 1 : 0);
+  return options_.held_device_frames + held_back;
+}
+
 Status Session::RunContainer() {
   media::DecoderOptions o;
   const media::DecodeMode mode = job_.decode.value_or(options_.decode);
@@ -123,7 +132,7 @@ Status Session::RunContainer() {
       o.hw_required = mode == media::DecodeMode::kGpu;
       o.hw_frames = decode_device_->device_frames() ? options_.decoded_frames : media::DecodedFrames::kHost;
       o.hw_fault_at_packet = options_.decode_fault_at_packet;
-      o.hw_held_frames = options_.held_device_frames;
+      o.hw_held_frames = HeldDeviceFrames();
     } else if (mode == media::DecodeMode::kGpu) {
       return FailedPrecondition("decode: gpu: " + (decode_unavailable_.empty()
                                                        ? worker_name_ + " has no video engines to decode on"
@@ -237,7 +246,7 @@ Status Session::RunContainer() {
           : 0;
   int64_t kept_end = 0;
   // The device frames on their way to the worker; the decoder's surfaces are bounded.
-  auto surfaces = std::make_shared<media::SurfaceGate>(options_.held_device_frames);
+  auto surfaces = std::make_shared<media::SurfaceGate>(HeldDeviceFrames());
   // start_seconds on an input that can seek: decoding starts at the keyframe before it.
   // The first frame decoded shows whether the demuxer found one early enough (MPEG-TS
   // searches by dts, and can land a GOP late); if not, the seek goes back a second, then

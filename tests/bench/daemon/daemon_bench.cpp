@@ -32,6 +32,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "conveyor/v1/transcoder.grpc.pb.h"
+#include "bench_daemon.h"
 #include "daemon_session.h"
 #include "reference_runs.h"
 #include "test_process.h"
@@ -45,23 +46,6 @@ using Clock = std::chrono::steady_clock;
 enum class Reference { kNone, kFfmpegCli, kLibav };
 
 uint64_t RssBytes(pid_t pid) { return testing::ProcessRssBytes(pid); }
-
-// CPU seconds (user + system, all threads) the process has used: /proc/PID/stat fields 14
-// and 15. On a noisy host the CPU a frame costs moves less than frames/s does, because time
-// the host gives to others is not counted.
-double CpuSeconds(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t end_of_name = stat.rfind(')');
-  if (end_of_name == std::string::npos) return 0;
-  std::istringstream fields(stat.substr(end_of_name + 2));  // from field 3, the state
-  std::string field;
-  double ticks = 0;
-  for (int i = 3; i <= 15 && fields >> field; ++i) {
-    if (i >= 14) ticks += std::stod(field);
-  }
-  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
 
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
@@ -109,41 +93,16 @@ int Run(const DaemonBenchOptions& o) {
   }
 
   // Start the daemon on a socket of our own.
-  const std::string dir = testing::MakeTempDir("conveyor-bench");
-  const std::string target = "unix:" + dir + "/conveyord.sock";
-  std::vector<std::string> args = {o.conveyord, "--listen", target, "--log-level", "warn"};
-  // No config file unless one is named: not the host's /etc/conveyor/conveyord.toml.
-  if (std::find(o.daemon_args.begin(), o.daemon_args.end(), "--config") == o.daemon_args.end()) {
-    args.insert(args.end(), {"--config", ""});
+  BenchDaemon daemon;
+  std::string error;
+  if (!StartBenchDaemon(o.conveyord, o.daemon_args, &daemon, &error)) {
+    std::fprintf(stderr, "%s\n", error.c_str());
+    return 1;
   }
-  args.insert(args.end(), o.daemon_args.begin(), o.daemon_args.end());
-  const pid_t pid = fork();
-  if (pid == 0) {
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  // Waits for the socket, or reports a daemon that exited instead (a bad flag, a second
-  // --config) rather than waiting for ever.
-  while (access((dir + "/conveyord.sock").c_str(), F_OK) != 0) {
-    int wstatus = 0;
-    if (waitpid(pid, &wstatus, WNOHANG) == pid) {
-      std::fprintf(stderr, "conveyord exited before it listened (%s %d); its log is above\n",
-                   WIFEXITED(wstatus) ? "status" : "signal", WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : WTERMSIG(wstatus));
-      return 1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  auto stub = v1::Transcoder::NewStub(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
-  v1::ServerStatus status;
-  for (int i = 0; i < 500; ++i) {
-    grpc::ClientContext ctx;
-    if (stub->GetServerStatus(&ctx, v1::GetServerStatusRequest(), &status).ok()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  const std::string worker = status.workers_size() > 0 ? status.workers(0).name() : "?";
+  const pid_t pid = daemon.pid;
+  const std::string& dir = daemon.dir;
+  v1::Transcoder::Stub* stub = daemon.stub.get();
+  const std::string worker = daemon.worker;
 
   int raw_w = 0, raw_h = 0;
   std::vector<uint8_t> input;
@@ -170,7 +129,7 @@ int Run(const DaemonBenchOptions& o) {
   auto run_sessions = [&](std::vector<SessionResult>& out) {
     std::vector<std::thread> threads;
     for (int i = 0; i < o.sessions; ++i) {
-      threads.emplace_back([&, i] { out[i] = RunSession(stub.get(), o, input, raw_w, raw_h); });
+      threads.emplace_back([&, i] { out[i] = RunSession(stub, o, input, raw_w, raw_h); });
     }
     for (auto& t : threads) t.join();
   };
@@ -184,12 +143,12 @@ int Run(const DaemonBenchOptions& o) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   });
-  const double cpu_before = CpuSeconds(pid);
+  const double cpu_before = ProcessCpuSeconds(pid);
   const double client_cpu_before = RusageCpuSeconds(RUSAGE_SELF);
   const auto t0 = Clock::now();
   run_sessions(results);
   const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
-  const double cpu_used = CpuSeconds(pid) - cpu_before;
+  const double cpu_used = ProcessCpuSeconds(pid) - cpu_before;
   const double client_cpu_used = RusageCpuSeconds(RUSAGE_SELF) - client_cpu_before;
   done = true;
   sampler.join();
@@ -204,10 +163,7 @@ int Run(const DaemonBenchOptions& o) {
     if (!stub->GetServerStatus(&ctx, v1::GetServerStatusRequest(), &st).ok()) break;
     rpc_round_trips.push_back(std::chrono::duration<double>(Clock::now() - sent).count());
   }
-  kill(pid, SIGTERM);
-  int wstatus = 0;
-  waitpid(pid, &wstatus, 0);
-  std::system(("rm -rf '" + dir + "'").c_str());
+  StopBenchDaemon(&daemon);
 
   uint64_t frames = 0, bytes = 0, shared_jpegs = 0, bytes_sent = 0, read_requests = 0, spooled_bytes = 0;
   double encode_s = 0, queue_s = 0, handover_s = 0;

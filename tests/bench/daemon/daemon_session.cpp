@@ -56,6 +56,13 @@ SessionResult RunSession(v1::Transcoder::Stub* stub, const DaemonBenchOptions& o
       s->set_decode(o.decode == "gpu" ? v1::DECODE_GPU : o.decode == "cpu" ? v1::DECODE_CPU : v1::DECODE_AUTO);
     }
     s->add_renditions()->set_quality(o.quality);
+    if (o.start_seconds >= 0) s->set_start_seconds(o.start_seconds);
+    s->set_max_frames(o.max_frames);
+    s->set_keyframes_only(o.keyframes_only);
+    if (o.fps_num > 0) {
+      s->mutable_frame_rate()->set_num(o.fps_num);
+      s->mutable_frame_rate()->set_den(o.fps_den);
+    }
     if (o.container.empty()) {
       s->mutable_output()->mutable_frames()->set_shared_memory_slots(static_cast<uint32_t>(o.shared_output_slots));
     } else {

@@ -33,6 +33,12 @@ struct DaemonBenchOptions {
   std::string reference_bin;       // libav: the conveyor-bench-libav-mjpeg binary
   std::string decode;              // cpu | gpu | auto: JobSpec.decode; empty leaves it unspecified
   std::string decode_reference;    // conveyor-bench-libav-decode, run before the daemon
+  // Selection (JobSpec's): start_seconds when >= 0, max_frames, keyframes_only, and
+  // frame_rate fps_num/fps_den when fps_num > 0.
+  double start_seconds = -1;
+  int64_t max_frames = 0;
+  bool keyframes_only = false;
+  int fps_num = 0, fps_den = 1;
 };
 
 struct SessionResult {

@@ -2,12 +2,14 @@
 #include "reference_runs.h"
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <regex>
+#include <sstream>
 
 namespace conveyor::bench {
 
@@ -23,6 +25,30 @@ double RusageCpuSeconds(int who) {
   getrusage(who, &u);
   auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
   return s(u.ru_utime) + s(u.ru_stime);
+}
+
+double ProcessCpuSeconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t end_of_name = stat.rfind(')');
+  if (end_of_name == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(end_of_name + 2));  // from field 3, the state
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i >= 14) ticks += std::stod(field);
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+CommandRun RunTimed(const std::string& command) {
+  CommandRun run;
+  const double cpu0 = RusageCpuSeconds(RUSAGE_CHILDREN);
+  const auto t0 = Clock::now();
+  run.ok = std::system(command.c_str()) == 0;
+  run.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  run.cpu_s = RusageCpuSeconds(RUSAGE_CHILDREN) - cpu0;
+  return run;
 }
 
 FfmpegRun RunFfmpegCli(const std::string& input, int q, int threads) {

@@ -4,6 +4,8 @@
 // share with the bench.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -16,6 +18,20 @@ std::vector<uint8_t> ReadAll(const std::string& path);
 // RUSAGE_CHILDREN, children that have ended and been waited for (a reference run through
 // std::system: the shell and the ffmpeg it waited for).
 double RusageCpuSeconds(int who);
+
+// CPU seconds (user + system, all threads) process `pid` has used: /proc/PID/stat fields
+// 14 and 15. On a noisy host the CPU a frame costs moves less than frames/s does, because
+// time the host gives to others is not counted.
+double ProcessCpuSeconds(pid_t pid);
+
+// A shell command, timed as a whole process: its wall time and the CPU it and its
+// children used.
+struct CommandRun {
+  bool ok = false;  // exit status 0
+  double wall_s = 0;
+  double cpu_s = 0;
+};
+CommandRun RunTimed(const std::string& command);
 
 // ffmpeg's MJPEG encoder on the same input: frames/s and bytes per frame at -q:v q. fps
 // is over the process's wall time for either reference, so both pay their own start.

@@ -11,7 +11,9 @@
 # of packet 8 fails as a hwaccel error would; the CPU must decode from the keyframe at
 # packet 12 on, those frames the CPU decoder's, and --decode gpu must end UNAVAILABLE), and
 # failover/h264_420_then_444.h264, whose 4:4:4 half the engines do not take (auto: the
-# whole output the CPU decoder's; gpu: refused). Last, 16 sessions of clip A at once.
+# whole output the CPU decoder's; gpu: refused). Then selection on the engines (keyframes
+# only; a time range at 7 frames/s, also with decode.held_frames = 2). Last, 16 sessions of
+# clip A at once.
 #   bash .h200/decode_identity.sh
 set -uo pipefail
 cd "${BUNDLE_DIR:-.h200}"
@@ -119,6 +121,40 @@ if ctl device transcode "$f" -o "$work/mixed.gpu" --decode gpu >"$work/mixed.gpu
   fail "420_then_444: --decode gpu was not refused"
 fi
 grep -m1 "decode: gpu: the video engines do not take" "$work/mixed.gpu.log" || fail "420_then_444: gpu refusal unclear"
+# Selection on the engines, each the CPU decoder's JPEGs: keyframes only (the decoder
+# discards the rest, AVDISCARD_NONKEY, with the hwaccel on), and a time range sampled at 7
+# frames/s, where the session holds a frame back for the sampler and two for the
+# deinterlace window beside the decoder's surfaces; the sampled case also on a daemon with
+# decode.held_frames = 2, the least it takes (it must not wait for room that only the next
+# frame would make: timeout 120).
+f=selection/h264_g25_1080.mp4
+printf '[decode]\nheld_frames = 2\n' >"$work/held2.toml"
+start held2 "$work/held2.toml"
+held2_pid=$!
+for sel in "keyframes:8:--keyframes" "fps:34:--ss 1.3 --to 6.1 --fps 7"; do
+  tag=${sel%%:*} rest=${sel#*:}
+  want=${rest%%:*} args=${rest#*:}
+  # shellcheck disable=SC2086  # $args is several flags
+  ctl device transcode "$f" -o "$work/sel_$tag.cpu" --quality 85 --decode cpu $args >"$work/sel_$tag.cpu.log" 2>&1 \
+    || { fail "selection $tag: --decode cpu failed: $(tail -2 "$work/sel_$tag.cpu.log")"; continue; }
+  n=$(ls "$work/sel_$tag.cpu" | wc -l)
+  ((n == want)) || fail "selection $tag: the CPU decoder's run gave $n JPEGs, want $want"
+  for d in device held2; do
+    # shellcheck disable=SC2086
+    timeout 120 ./$B/bin/conveyorctl --target "unix:$work/$d.sock" transcode "$f" -o "$work/sel_$tag.$d" \
+      --quality 85 --decode gpu $args >"$work/sel_$tag.$d.log" 2>&1 \
+      || { fail "selection $tag ($d): --decode gpu failed or hung: $(tail -2 "$work/sel_$tag.$d.log")"; continue; }
+    grep -q "decoded on the GPU" "$work/sel_$tag.$d.log" || fail "selection $tag ($d): not decoded on the GPU"
+    m=$(ls "$work/sel_$tag.$d" | wc -l)
+    if ((m == n)) && same_tail "$work/sel_$tag.cpu" "$work/sel_$tag.$d" "$n"; then
+      echo "selection $tag ($d): $m JPEGs, the CPU decoder's"
+      cases=$((cases + 1))
+    else
+      fail "selection $tag ($d): $m JPEGs, not the CPU decoder's $n"
+    fi
+  done
+done
+kill -TERM "$held2_pid" 2>/dev/null
 # Many sessions at once, frames in device memory: each session holds a bounded number of
 # the decoder's surfaces and the decoders must not run out of them (the first GPU-host run
 # at 8 sessions got frames without a picture). 16 concurrent --decode gpu sessions of
@@ -150,8 +186,8 @@ else
 fi
 kill -TERM %1 %2 %3 2>/dev/null; wait
 # The daemons' logs where the caller keeps files ($OUT), and their warnings here.
-[[ -n ${OUT:-} ]] && cp "$work"/{device,host,fault}.log "$OUT/" 2>/dev/null
-grep -h -E "warn|error" "$work"/{device,host,fault}.log | tail -20
+[[ -n ${OUT:-} ]] && cp "$work"/{device,host,fault,held2}.log "$OUT/" 2>/dev/null
+grep -h -E "warn|error" "$work"/{device,host,fault,held2}.log | tail -20
 echo "decode identity: $cases clip x frames-path cases compared, $failures failure(s)"
 ((cases > 0)) || fail "no clip was compared"
 ((failures == 0))

@@ -72,5 +72,10 @@ for chroma in 420 444; do
 done
 cat .h200/failover/part{420,444}.h264 >.h200/failover/h264_420_then_444.h264
 rm .h200/failover/part{420,444}.h264
+# The selection clip: 8 s of 1080p25 with a keyframe every 25 frames and B-frames between.
+mkdir -p .h200/selection
+ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=1920x1080:rate=25,noise=alls=2:allf=t" -t 8 \
+  -c:v libx264 -preset fast -crf 30 -g 25 -keyint_min 25 -sc_threshold 0 -pix_fmt yuv420p \
+  .h200/selection/h264_g25_1080.mp4
 cp tests/gpu/h200_bundle/{decode_identity.sh,decode_tune.sh} .h200/
 du -sh --apparent-size .h200

@@ -206,6 +206,41 @@ int RunConveyorctl(int argc, const char* const* argv, std::ostream& out, std::os
   transcode_cmd->add_flag("--progress-bar", bar, "Draw a progress bar on stderr (default when stdout is a terminal).");
   transcode_cmd->add_flag("--no-progress-bar", no_bar, "Never draw the progress bar.");
 
+  TranscodeOptions th;
+  th.tile = "10x10";
+  th.size = "160x90";
+  std::string every = "10";
+  CLI::App* thumbnails_cmd = app.add_subcommand(
+      "thumbnails", "Seek-bar previews: sprites of thumbnails and their WebVTT index, as video.js reads them.");
+  thumbnails_cmd->add_option("INPUT", th.input, "Input file, or - for stdin.")->required();
+  thumbnails_cmd
+      ->add_option("-o,--output", th.output,
+                   "Directory (created if missing) for sprite_1.jpg, sprite_2.jpg, ... and\n"
+                   "thumbnails.vtt, whose cues name each thumbnail as sprite_N.jpg#xywh=x,y,w,h.")
+      ->required()
+      ->type_name("DIR");
+  thumbnails_cmd
+      ->add_option("--every", every,
+                   "A thumbnail every TIME of the input, sampled as ffmpeg -vf fps=1/TIME samples\n"
+                   "(10s, 2.5, 500ms, 1:00).")
+      ->type_name("TIME")
+      ->capture_default_str();
+  thumbnails_cmd->add_option("--tile", th.tile, "COLUMNSxROWS thumbnails a sprite, row by row (ffmpeg's tile=).")
+      ->type_name("CxR")
+      ->capture_default_str();
+  thumbnails_cmd->add_option("--size", th.size, "A thumbnail's WxH, even numbers; Wx0 keeps the aspect ratio.")
+      ->type_name("WxH")
+      ->capture_default_str();
+  thumbnails_cmd->add_option("--quality", th.quality, "JPEG quality 1..100 of the sprites (default 85).")
+      ->type_name("N");
+  thumbnails_cmd->add_option("--ss", th.ss, "Start at TIME, as transcode --ss.")->type_name("TIME");
+  thumbnails_cmd->add_option("--to", th.to, "Stop before TIME, as transcode --to.")->type_name("TIME");
+  thumbnails_cmd->add_option("-t,--duration", th.duration, "Stop at --ss plus TIME.")->type_name("TIME");
+  thumbnails_cmd->add_option("--decode", th.decode, "auto, gpu or cpu, as transcode --decode.")
+      ->check(CLI::IsMember({"auto", "gpu", "cpu"}));
+  thumbnails_cmd->add_flag("--keep-partial", th.keep_partial, "Keep what was written when the call fails.");
+  thumbnails_cmd->add_option("--label", th.label, "Shown in 'conveyorctl sessions'.")->type_name("TEXT");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {  // --help, --version
@@ -222,12 +257,22 @@ int RunConveyorctl(int argc, const char* const* argv, std::ostream& out, std::os
     if (!target.ok()) return Usage(err, "--target: " + target.status().message());
     client.target = *target;
   }
-  const bool transcode = transcode_cmd->parsed();
+  const bool transcode = transcode_cmd->parsed() || thumbnails_cmd->parsed();
   if (Status sec = LoadClientSecurity(tls_ca, tls_cert, tls_key, token_file, &client); !sec.ok()) {
     return Fail(err, sec);
   }
   client.timeout_s = timeout_s >= 0 ? timeout_s : (transcode ? 0 : kIntrospectTimeoutS);
 
+  // A signal that ended the call exits as the ffmpeg CLI does, with 128 + its number.
+  auto run_transcode = [&](const TranscodeOptions& o) {
+    InterruptWatch interrupts;
+    const Status done = RunTranscode(client, o, out, err, &interrupts);
+    if (!done.ok() && done.code() == StatusCode::kCancelled && interrupts.signal() != 0) {
+      Fail(err, done);
+      return kExitSignalBase + interrupts.signal();
+    }
+    return done.ok() ? kExitOk : Fail(err, done);
+  };
   Status s;
   if (status_cmd->parsed()) {
     s = RunStatusCommand(client, json, out);
@@ -235,6 +280,19 @@ int RunConveyorctl(int argc, const char* const* argv, std::ostream& out, std::os
     s = RunSessionsCommand(client, json, out);
   } else if (cancel_cmd->parsed()) {
     s = RunCancelCommand(client, session_id, out);
+  } else if (thumbnails_cmd->parsed()) {
+    auto rate = EveryAsFrameRate(every);
+    if (!rate.ok()) return Usage(err, "--every: " + rate.status().message());
+    th.fps = *rate;
+    th.name = "sprite_%d.jpg";  // the names the daemon's index gives the sprites
+    const auto target = ResolveOutput(th.output, "", "");
+    if (!target.ok() || !target->container.empty() || !target->name.empty()) {
+      return Usage(err, "-o: thumbnails go into a directory, not '" + th.output + "'");
+    }
+    const auto spec = BuildJobSpec(th);
+    if (!spec.ok()) return Usage(err, spec.status().message());
+    th.progress_bar = !no_bar && isatty(STDOUT_FILENO);
+    return run_transcode(th);
   } else {
     const auto target = ResolveOutput(t.output, t.container, t.name);
     if (!target.ok()) return Usage(err, target.status().message());
@@ -246,12 +304,7 @@ int RunConveyorctl(int argc, const char* const* argv, std::ostream& out, std::os
     // The bar goes to stderr, drawn when a person is watching stdout (and stdout is not
     // the output itself).
     t.progress_bar = !no_bar && (bar || (isatty(STDOUT_FILENO) && t.output != "-"));
-    InterruptWatch interrupts;
-    s = RunTranscode(client, t, out, err, &interrupts);
-    if (!s.ok() && s.code() == StatusCode::kCancelled && interrupts.signal() != 0) {
-      Fail(err, s);
-      return kExitSignalBase + interrupts.signal();
-    }
+    return run_transcode(t);
   }
   return s.ok() ? kExitOk : Fail(err, s);
 }

@@ -174,6 +174,8 @@ Status RunTranscode(const ClientOptions& client, const TranscodeOptions& options
 
   Status local;  // the first local failure while handling responses
   bool started = false;
+  const bool storyboard = spec.renditions(0).has_tile();
+  std::string vtt;  // a storyboard's index, from its Storyboard messages
   v1::TranscodeResponse response;
   while (stream->Read(&response)) {
     if (!local.ok()) continue;  // cancelled; drain what is already here
@@ -202,6 +204,9 @@ Status RunTranscode(const ClientOptions& client, const TranscodeOptions& options
                         static_cast<unsigned long long>(p.frames_out()), p.fps());
           err << buf << std::flush;
         }
+        break;
+      case v1::TranscodeResponse::kStoryboard:
+        vtt += response.storyboard().webvtt();
         break;
       case v1::TranscodeResponse::kReadRequest:
         requests.Post(response.read_request());
@@ -236,6 +241,10 @@ Status RunTranscode(const ClientOptions& client, const TranscodeOptions& options
   // engines failed a --decode gpu session), not a connection's.
   if (!rpc.ok()) return started ? FromGrpcStatus(rpc) : RpcError(rpc, client);
   if (jpeg) {
+    if (storyboard) {
+      if (vtt.empty()) return Internal("the server sent no storyboard index");
+      RETURN_IF_ERROR(jpeg->AddFile(kStoryboardIndexName, vtt));
+    }
     RETURN_IF_ERROR(jpeg->Finish());
     info << jpeg->Describe() << "\n";
   } else {

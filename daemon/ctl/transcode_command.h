@@ -45,6 +45,9 @@ struct TranscodeOptions {
   std::string ss, to, duration, fps;
   int64_t frames = 0;
   bool keyframes = false;
+  // conveyorctl thumbnails: "CxR", a storyboard of sprites of C x R cells of --size, with
+  // its index (thumbnails.vtt) beside them. "": frames.
+  std::string tile;
   std::string label;                    // client_label; empty: the input's file name
   bool progress = false;                // Progress lines on stderr
   // A one-line progress bar on stderr (frames, fps, input read, ETA); on by default when
@@ -61,6 +64,11 @@ StatusOr<v1::RawInput> ParseRawInput(const std::string& text);
 // A time as the ffmpeg CLI writes one for -ss, -to and -t: seconds ("12.5", "1500ms",
 // "250000us") or [HH:]MM:SS[.frac] ("1:02.5", "00:01:02.5"); never negative.
 StatusOr<double> ParseTime(const std::string& text);
+// --every for conveyorctl thumbnails: a time (ParseTime) of at least 1 ms, as the frame
+// rate of one frame every that long (--fps), exact to the microsecond.
+StatusOr<std::string> EveryAsFrameRate(const std::string& every);
+// The name of a storyboard's index beside its sprites.
+inline constexpr const char* kStoryboardIndexName = "thumbnails.vtt";
 // The JobSpec the options ask for, checked as far as the client can.
 StatusOr<v1::JobSpec> BuildJobSpec(const TranscodeOptions& options);
 

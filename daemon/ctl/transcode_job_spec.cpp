@@ -3,6 +3,7 @@
 #include "transcode_job_spec.h"
 
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <numeric>
@@ -188,6 +189,15 @@ StatusOr<v1::RawInput> ParseRawInput(const std::string& text) {
   return raw;
 }
 
+StatusOr<std::string> EveryAsFrameRate(const std::string& every) {
+  ASSIGN_OR_RETURN(const double seconds, ParseTime(every));
+  const int64_t us = std::llround(seconds * 1e6);
+  if (us < 1000) return InvalidArgument("'" + every + "' is shorter than 1 ms");
+  if (us > int64_t{1} << 31) return InvalidArgument("'" + every + "' is longer than " + std::to_string((int64_t{1} << 31) / 1000000) + " s");
+  const int64_t g = std::gcd(us, int64_t{1000000});
+  return std::to_string(1000000 / g) + "/" + std::to_string(us / g);
+}
+
 StatusOr<double> ParseTime(const std::string& text) {
   const auto bad = [&text](const std::string& why) {
     return InvalidArgument("'" + text + "' is not a time (seconds, or [HH:]MM:SS[.frac]): " + why);
@@ -290,6 +300,26 @@ StatusOr<v1::JobSpec> BuildJobSpec(const TranscodeOptions& o) {
   }
   if (spec.renditions().empty()) {
     spec.add_renditions()->set_quality(o.quality);  // the source size; quality 0 is 85
+  }
+  if (!o.tile.empty()) {  // a storyboard: --size is a cell's
+    if (spec.renditions_size() != 1 || !o.container.empty()) {
+      return InvalidArgument("--tile makes sprites of one --size, as JPEG files in a directory");
+    }
+    const size_t x = o.tile.find('x');
+    uint32_t columns = 0, rows = 0;
+    if (x == std::string::npos || !ParseUint(o.tile.substr(0, x), &columns) || !ParseUint(o.tile.substr(x + 1), &rows) ||
+        columns < 1 || rows < 1 || columns > 100 || rows > 100) {
+      return InvalidArgument("--tile '" + o.tile + "': expected COLUMNSxROWS, each 1..100 (e.g. 10x10)");
+    }
+    v1::RenditionSpec& r = *spec.mutable_renditions(0);
+    if (r.width() == 0 && r.height() == 0) return InvalidArgument("--tile needs --size, a cell's WxH (e.g. 160x90)");
+    v1::TileSpec* tile = r.mutable_tile();
+    tile->set_columns(columns);
+    tile->set_rows(rows);
+    tile->set_width(r.width());
+    tile->set_height(r.height());
+    r.clear_width();
+    r.clear_height();
   }
   if (o.container.empty()) {
     if (o.audio) return InvalidArgument("--audio needs --container output");

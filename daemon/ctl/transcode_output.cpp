@@ -129,6 +129,16 @@ Status JpegFrameWriter::Add(const v1::OutputPacket& p) {
   return OkStatus();
 }
 
+Status JpegFrameWriter::AddFile(const std::string& name, const std::string& bytes) {
+  if (!names_.insert(name).second) return InvalidArgument("a frame is named " + name + ", as the file beside them");
+  RETURN_IF_ERROR(MakeDirectory());
+  const std::string path = (std::filesystem::path(dir_) / name).string();
+  RETURN_IF_ERROR(WriteFile(path, bytes));
+  written_.push_back(path);
+  extra_names_.push_back(name);
+  return OkStatus();
+}
+
 Status JpegFrameWriter::WriteIndex() {
   if (index_format_.empty()) return OkStatus();
   ASSIGN_OR_RETURN(const std::string name, IndexFileName(index_format_));
@@ -169,7 +179,10 @@ JpegFrameWriter::~JpegFrameWriter() {
 }
 
 std::string JpegFrameWriter::Describe() const {
-  return "wrote " + std::to_string(written_.size()) + " JPEG files (" + FormatBytes(bytes_) + ") to " + dir_;
+  std::string also;
+  for (const std::string& name : extra_names_) also += " and " + name;
+  return "wrote " + std::to_string(written_.size() - extra_names_.size()) + " JPEG files (" + FormatBytes(bytes_) +
+         ")" + also + " to " + dir_;
 }
 
 ContainerWriter::~ContainerWriter() {

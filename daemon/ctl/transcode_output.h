@@ -40,6 +40,8 @@ class JpegFrameWriter {
   // Started.time_base: what OutputPacket.pts counts in.
   void SetTimeBase(const v1::Rational& time_base) { time_base_ = time_base; }
   Status Add(const v1::OutputPacket& p);
+  // Another file beside the frames (a storyboard's index), written and removed with them.
+  Status AddFile(const std::string& name, const std::string& bytes);
   // INTERNAL when the stream ended inside a frame. OK: the frames are kept.
   Status Finish();
   std::string Describe() const;
@@ -65,6 +67,7 @@ class JpegFrameWriter {
   bool have_dir_ = false;
   bool finished_ = false;
   std::vector<std::string> written_;
+  std::vector<std::string> extra_names_;  // AddFile's, among written_
   uint64_t bytes_ = 0;
 };
 

@@ -19,6 +19,7 @@
 #include "registered_ranges.h"
 #include "scale_cpu.h"
 #include "slot_pool.h"
+#include "tile_plan.h"
 #include "worker.h"
 
 namespace conveyor {
@@ -90,6 +91,16 @@ class CpuWorker : public Worker {
     return RegisteredRanges::Add(ranges_, data, size);
   }
 
+  StatusOr<std::shared_ptr<Sprite>> NewSprite(PixelFormat format, int width, int height, ColorMatrix matrix,
+                                              ColorRange range) override {
+    if (width < 1 || height < 1 || width > options_.max_width || height > options_.max_height) {
+      return InvalidArgument("sprite " + std::to_string(width) + "x" + std::to_string(height) +
+                             " exceeds this worker's limit of " + std::to_string(options_.max_width) + "x" +
+                             std::to_string(options_.max_height));
+    }
+    return std::shared_ptr<Sprite>(std::make_shared<HostSprite>(format, width, height, matrix, range));
+  }
+
   WorkerStats Stats() const override {
     WorkerStats st;
     st.frames_done = done_.load();
@@ -110,7 +121,34 @@ class CpuWorker : public Worker {
     FrameResult result;  // from the encode thread to the delivery thread
   };
 
+  // A sprite in host memory; the encode thread is the only one that writes it.
+  class HostSprite : public Sprite {
+   public:
+    HostSprite(PixelFormat format, int width, int height, ColorMatrix matrix, ColorRange range)
+        : bytes_(PackedFrameSize(format, width, height)) {
+      FillBlack(BlackFill(format, range, width, height), bytes_.data());
+      frame_ = MakePackedFrameView(bytes_.data(), bytes_.size(), width, height, format, matrix, range).value();
+    }
+    uint8_t* data() { return bytes_.data(); }
+
+   private:
+    std::vector<uint8_t> bytes_;
+  };
+
   int BandRows() const { return options_.band_rows > 0 ? options_.band_rows : kCpuBandRows; }
+
+  // The tiling stage: the frame scaled into each of the rendition's cells.
+  static Status PlaceTiles(const FrameView& source, const Rendition& r) {
+    auto* sprite = dynamic_cast<HostSprite*>(r.tiles.sprite.get());
+    if (sprite == nullptr) return InvalidArgument("tiles: the sprite is not one the cpu worker made");
+    const FrameView& to = sprite->frame();
+    for (const auto& [x, y] : r.tiles.cells) {
+      ASSIGN_OR_RETURN(ScalePlan plan, MakeTilePlan(source.format, source.width, source.height, r.width, r.height,
+                                                    to.width, to.height, x, y));
+      RETURN_IF_ERROR(ScaleFrameOnHost(source, plan, sprite->data()));
+    }
+    return OkStatus();
+  }
 
   // Rendition r of the slot's frame, made from `source`: the frame, or its turn.
   StatusOr<std::vector<uint8_t>> EncodeRendition(const Slot& s, const FrameView& source, size_t r) {
@@ -149,6 +187,11 @@ class CpuWorker : public Worker {
       }
       const FrameView& source = s.request.orientation.identity() ? made_whole : turned.view;
       for (size_t r = 0; status.ok() && r < s.request.renditions.size(); ++r) {
+        if (s.request.renditions[r].tiled()) {  // placed now, encoded with the sprite
+          status = PlaceTiles(source, s.request.renditions[r]).WithContext("rendition " + std::to_string(r));
+          result.jpeg.emplace_back();
+          continue;
+        }
         auto jpeg = EncodeRendition(s, source, r);
         if (!jpeg.ok()) {
           status = jpeg.status().WithContext("rendition " + std::to_string(r));

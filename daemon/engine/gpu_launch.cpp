@@ -5,10 +5,12 @@
 #include <optional>
 #include <string>
 
+#include "device_sprite.h"
 #include "gpu_deinterlace.h"
 #include "gpu_narrow.h"
 #include "gpu_orient.h"
 #include "scale_plan.h"
+#include "tile_plan.h"
 
 namespace conveyor {
 namespace {
@@ -49,6 +51,9 @@ int GpuFirstBandRows(const WorkerOptions& options, const FrameView& f, const Enc
 }
 
 bool SameShape(const FrameRequest& a, const FrameRequest& b) {
+  // A storyboard's frames go alone: each writes or reads its sprite in turn.
+  const auto storyboard = [](const FrameRequest& r) { return r.sprite != nullptr || r.renditions.front().tiled(); };
+  if (storyboard(a) || storyboard(b)) return false;
   const FrameView &x = a.frame, &y = b.frame;
   if (x.width != y.width || x.height != y.height || x.format != y.format || x.matrix != y.matrix ||
       x.EffectiveRange() != y.EffectiveRange() || a.orientation != b.orientation ||
@@ -116,9 +121,19 @@ Status GpuLauncher::Plan(GpuSlot& s) {
   s.scale_plans.assign(s.request.renditions.size(), std::nullopt);
   s.scaled_offset.assign(s.request.renditions.size(), 0);
   s.scaled_bytes = 0;
+  s.tile_plans.clear();
   size_t out_total = 0, bands_total = 0;
   for (size_t i = 0; i < s.request.renditions.size(); ++i) {
     const Rendition& r = s.request.renditions[i];
+    if (r.tiled()) {  // the tiling stage only: the sprite is encoded by a request of its own
+      const FrameView& sprite = r.tiles.sprite->frame();
+      for (const auto& [x, y] : r.tiles.cells) {
+        ASSIGN_OR_RETURN(ScalePlan tp, MakeTilePlan(f.format, f.width, f.height, r.width, r.height, sprite.width,
+                                                    sprite.height, x, y));
+        s.tile_plans.push_back(tp);
+      }
+      continue;
+    }
     FrameView shape = f;  // the frame this rendition encodes, as a shape: plane pointers are not read
     if (RenditionIsScaled(s.request, i)) {
       ASSIGN_OR_RETURN(ScalePlan sp, MakeScalePlan(f.format, f.width, f.height, RenditionWidth(s.request, i),
@@ -147,6 +162,7 @@ Status GpuLauncher::Plan(GpuSlot& s) {
   // must come before this frame's upload, whose event is all the encode stream waits for.
   s.tables.clear();
   for (const Rendition& r : s.request.renditions) {
+    if (r.tiled()) continue;
     ASSIGN_OR_RETURN(const EncodeTables* t, TablesFor(r.params.quality, s.index));
     s.tables.push_back(t);
   }
@@ -156,7 +172,8 @@ Status GpuLauncher::Plan(GpuSlot& s) {
   // in pieces.
   if (s.out.size() < out_total) counters_->device_bytes += out_total - s.out.size();
   RETURN_IF_ERROR(s.out.Reserve(out_total, "slot out"));
-  return s.ReserveBandEvents(bands_total, options_.stage_timing.on());
+  // A frame of tiles only still has an event: band_done[0], its tiles placed.
+  return s.ReserveBandEvents(std::max<size_t>(bands_total, 1), options_.stage_timing.on());
 }
 
 // Device tables for one quality, uploaded once on the upload stream.
@@ -178,6 +195,14 @@ StatusOr<const EncodeTables*> GpuLauncher::TablesFor(int quality, int slot) {
 
 Status GpuLauncher::CopyFromDevice(GpuSlot& s) {
   hipStream_t stream = streams_.upload.get();
+  if (s.request.sprite != nullptr) {  // a storyboard's sprite, once its tiles are written
+    auto* sprite = static_cast<const DeviceSprite*>(s.request.sprite.get());
+    RETURN_IF_ERROR(Check("hipStreamWaitEvent(upload, sprite written)", s.index,
+                          hipStreamWaitEvent(stream, sprite->written(), 0)));
+    RETURN_IF_ERROR(Injected(options_, "hipMemcpyAsync(sprite)", s.index));
+    return Check("hipMemcpyAsync(sprite)", s.index,
+                 hipMemcpyAsync(s.source.get(), sprite->data(), s.frame_bytes, hipMemcpyDeviceToDevice, stream));
+  }
   RETURN_IF_ERROR(Injected(options_, "hipStreamWaitEvent(upload, decoded)", s.index));
   RETURN_IF_ERROR(Check("hipStreamWaitEvent(upload, decoded)", s.index, hipStreamWaitEvent(stream, s.decoded.get(), 0)));
   const FrameRequest& r = s.request;
@@ -221,6 +246,26 @@ Status GpuLauncher::Upload(GpuSlot& s) {
   return Check("hipEventRecord(uploaded)", s.index, hipEventRecord(s.uploaded.get(), streams_.upload.get()));
 }
 
+// The tiling stage: the frame (made whole and turned) scaled into its cells of the
+// sprite, after the sprite's earlier writes, then `written` and the frame's band_done[0]
+// recorded behind it.
+Status GpuLauncher::PlaceTiles(GpuSlot& s, EncodeLane& lane) {
+  const FrameView& f = s.shape;
+  auto* sprite = static_cast<DeviceSprite*>(s.request.renditions.front().tiles.sprite.get());
+  const uint8_t* frame = s.orient_plan      ? s.turned.get<uint8_t>()
+                         : s.deinterlace_plan ? s.whole.get<uint8_t>()
+                                              : s.source.get<uint8_t>();
+  std::vector<ScaleJob> jobs;
+  for (const ScalePlan& p : s.tile_plans) jobs.push_back({&p, PackedSourcePlanes(frame, f.format, f.width, f.height), sprite->data()});
+  RETURN_IF_ERROR(Check("hipStreamWaitEvent(encode, sprite written)", s.index,
+                        hipStreamWaitEvent(lane.stream.get(), sprite->written(), 0)));
+  Status placed = Injected(options_, "launch tiles", s.index);
+  if (placed.ok()) placed = EnqueueScales(jobs.data(), static_cast<int>(jobs.size()), lane.stream.get());
+  if (!placed.ok()) return placed.WithContext("slot " + std::to_string(s.index));
+  RETURN_IF_ERROR(Check("hipEventRecord(sprite written)", s.index, hipEventRecord(sprite->written(), lane.stream.get())));
+  return Check("hipEventRecord(tiles placed)", s.index, hipEventRecord(s.band_done[0].get(), lane.stream.get()));
+}
+
 // Encodes a group's renditions in waves of launches. Wave w carries, for every frame,
 // band w - (waves - bands) of each rendition that has it: renditions end with the
 // largest one's last band, so its first bands go out alone (the soonest first byte) and
@@ -257,6 +302,7 @@ Status GpuLauncher::Launch(const std::vector<GpuSlot*>& group) {
       }
       if (!turned.ok()) return turned.WithContext("slot " + std::to_string(s->index));
     }
+    if (!s->tile_plans.empty()) RETURN_IF_ERROR(PlaceTiles(*s, lane));
   }
   std::vector<int> flat_base(renditions);  // rendition r's band k is band_done[flat_base[r] + k]
   int waves = 0;

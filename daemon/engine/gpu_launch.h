@@ -53,6 +53,7 @@ class GpuLauncher {
   // the slot's source in the packed layout (P010 narrowed), on the upload stream.
   Status CopyFromDevice(GpuSlot& s);
   Status Launch(const std::vector<GpuSlot*>& group);
+  Status PlaceTiles(GpuSlot& s, EncodeLane& lane);
 
   const WorkerOptions& options_;
   GpuStreams& streams_;

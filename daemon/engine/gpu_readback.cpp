@@ -39,6 +39,12 @@ Status BandReadback::Read(const std::vector<GpuSlot*>& group, const std::vector<
     }
   }
   const std::vector<EncodePlan>& plans = group.front()->plans;  // the group's frames share them
+  if (plans.empty()) {
+    // Tiles placed in a sprite (a storyboard's frame goes alone): nothing to read back, but
+    // the slot's source is read until the tiling stage is done.
+    GpuSlot& s = *group.front();
+    return Check("hipEventSynchronize(tiles placed)", s.index, hipEventSynchronize(s.band_done[0].get()));
+  }
   int bands_total = 0;
   for (const EncodePlan& p : plans) bands_total += p.num_bands;
   if (!options_.progress_events) {

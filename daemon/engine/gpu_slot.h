@@ -77,6 +77,9 @@ struct GpuSlot {
   std::vector<std::optional<ScalePlan>> scale_plans;  // per rendition; empty: source size
   std::vector<size_t> scaled_offset;  // per scaled rendition, into the frame's part of the lane's `scaled`
   size_t scaled_bytes = 0;  // every scaled rendition of the frame, end to end
+  // Storyboards: the tiling stage's plans, one per cell of the frame's tiled rendition,
+  // which then has no encode (`plans` is empty, and band_done[0] marks the tiles placed).
+  std::vector<ScalePlan> tile_plans;
   Status status;
   int lane = 0;             // the encode lane (and delivery thread) this frame uses
   int64_t lane_pixels = 0;  // its share of its lane's pixels until it is read back

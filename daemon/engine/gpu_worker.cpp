@@ -22,6 +22,7 @@
 #include <shared_mutex>
 #include <thread>
 
+#include "device_sprite.h"
 #include "encode_plan.h"
 #include "frame_queue.h"
 #include "gpu_encoder.h"
@@ -156,11 +157,14 @@ class GpuWorker : public Worker {
     s.frame_bytes = PackedFrameSize(f.format, f.width, f.height);
     // Deinterlacing uploads the frames before and after too, packed behind the frame in
     // the slot's pinned input (ValidateRequest checked that the three fit).
-    s.device = s.request.device.enabled;
+    // A sprite is copied on the device too, after the tiles written into it (CopyFromDevice).
+    s.device = s.request.device.enabled || s.request.sprite != nullptr;
     s.direct = !s.device && ranges_->Holds(f) && !d.enabled;
     s.input_released = !s.direct && !s.device;
     s.sequence = handover_.Enter(s.request.stream);
-    if (s.device) {
+    if (s.request.sprite != nullptr) {
+      // Nothing to record: the sprite's `written` event orders its copy.
+    } else if (s.device) {
       // The decoder's copies into these surfaces were queued on the decode stream before
       // this call: the upload waits for them there, and `owner` keeps the surfaces
       // until the slot's upload has completed.
@@ -189,6 +193,23 @@ class GpuWorker : public Worker {
   std::optional<DecodeTarget> Decoding() const override {
     if (decode_api_.empty()) return std::nullopt;
     return DecodeTarget{decode_api_, device_, pci_bus_id_, decode_stream_.get(), decode_context_};
+  }
+
+  StatusOr<std::shared_ptr<Sprite>> NewSprite(PixelFormat format, int width, int height, ColorMatrix matrix,
+                                              ColorRange range) override {
+    const bool fits = (width <= options_.max_width && height <= options_.max_height) ||
+                      (width <= options_.max_height && height <= options_.max_width);
+    if (width < 1 || height < 1 || !fits) {
+      return InvalidArgument("sprite " + std::to_string(width) + "x" + std::to_string(height) +
+                             " exceeds this worker's limit of " + std::to_string(options_.max_width) + "x" +
+                             std::to_string(options_.max_height));
+    }
+    if (dead_.load()) return Unavailable(Describe() + " is out of service: " + dead_reason_);
+    GPU_RETURN_IF_ERROR(hipSetDevice(device_), "hipSetDevice");
+    // Cleared on the upload stream: every frame's upload, which its tiles wait for, follows.
+    ASSIGN_OR_RETURN(std::shared_ptr<DeviceSprite> sprite,
+                     DeviceSprite::Create(format, width, height, matrix, range, streams_.upload.get()));
+    return std::shared_ptr<Sprite>(std::move(sprite));
   }
 
   StatusOr<std::unique_ptr<HostMemoryRegistration>> RegisterHostMemory(void* data, size_t size) override {

@@ -1,6 +1,8 @@
 // Checks shared by every worker.
 #include "worker.h"
 
+#include "tile_plan.h"
+
 namespace conveyor {
 
 int OrientedWidth(const FrameRequest& request) {
@@ -9,6 +11,12 @@ int OrientedWidth(const FrameRequest& request) {
 
 int OrientedHeight(const FrameRequest& request) {
   return request.orientation.transpose ? request.frame.width : request.frame.height;
+}
+
+PixelFormat TurnedFormat(const FrameRequest& request) {
+  // The orientation stage turns yuv422p's chroma across rows into yuv444p (MakeOrientPlan).
+  const bool widened = request.orientation.transpose && request.frame.format == PixelFormat::kYuv422p;
+  return widened ? PixelFormat::kYuv444p : request.frame.format;
 }
 
 int RenditionWidth(const FrameRequest& request, size_t i) {
@@ -68,6 +76,31 @@ Status ValidateRequest(const FrameRequest& request, const WorkerOptions& options
     }
   }
   if (request.renditions.empty()) return InvalidArgument("renditions: at least one is required");
+  if (request.sprite != nullptr &&
+      (request.device.enabled || request.deinterlace.enabled || !request.orientation.identity())) {
+    return InvalidArgument("sprite: a sprite is encoded as it is, without device input, deinterlacing or a turn");
+  }
+  for (size_t i = 0; i < request.renditions.size(); ++i) {
+    const Rendition& r = request.renditions[i];
+    if (!r.tiled()) continue;
+    const std::string where = "renditions[" + std::to_string(i) + "].tiles";
+    if (request.renditions.size() != 1 || request.sprite != nullptr) {
+      return InvalidArgument(where + ": a tiled rendition is its request's only one, and not of a sprite");
+    }
+    const FrameView& sprite = r.tiles.sprite->frame();
+    const PixelFormat turned = TurnedFormat(request);
+    if (sprite.format != turned) {
+      return InvalidArgument(where + ": the frame is " + PixelFormatName(turned) + ", the sprite " +
+                             PixelFormatName(sprite.format));
+    }
+    if (r.tiles.cells.empty()) return InvalidArgument(where + ": no cells");
+    for (const auto& [x, y] : r.tiles.cells) {
+      RETURN_IF_ERROR(MakeTilePlan(turned, OrientedWidth(request), OrientedHeight(request), r.width, r.height,
+                                   sprite.width, sprite.height, x, y)
+                          .status()
+                          .WithContext(where));
+    }
+  }
   for (size_t i = 0; i < request.renditions.size(); ++i) {
     const Rendition& r = request.renditions[i];
     const std::string where = "renditions[" + std::to_string(i) + "]";

@@ -21,12 +21,34 @@ namespace conveyor {
 
 using SteadyTime = std::chrono::steady_clock::time_point;
 
+// A storyboard's sprite while its cells are filled: a black packed frame in the worker's
+// memory (device memory on a GPU worker) that frames are scaled into (Rendition::tiles)
+// and that is then encoded as a frame of its own (FrameRequest::sprite). Only the worker
+// that made it reads or writes its planes.
+class Sprite {
+ public:
+  virtual ~Sprite() = default;
+  const FrameView& frame() const { return frame_; }
+
+ protected:
+  FrameView frame_;
+};
+
 // One output of a frame. width/height 0 means the source size; any other size is made
 // from the one uploaded source by the scaling stage (area down, bilinear up).
 struct Rendition {
   int width = 0;
   int height = 0;
   EncodeParams params;
+  // Storyboards (the tiling stage): with a sprite, the frame is scaled to width x height
+  // into each of `cells` (their top-left corners in the sprite), in submission order
+  // with the stream's other frames, and the rendition's JPEG stays empty. Such a
+  // rendition is its request's only one.
+  struct Tiles {
+    std::shared_ptr<Sprite> sprite;
+    std::vector<std::pair<int, int>> cells;
+  } tiles;
+  bool tiled() const { return tiles.sprite != nullptr; }
 };
 
 // When each stage of one frame happened, on the host's steady clock, plus GPU event
@@ -93,6 +115,9 @@ struct FrameRequest {
   // worker on the host, to the same bytes.
   Orientation orientation;
   std::vector<Rendition> renditions;
+  // Storyboards: the frame is this sprite (`frame` is sprite->frame(), `owner` keeps it),
+  // encoded once every frame submitted before it in its stream has placed its tiles.
+  std::shared_ptr<Sprite> sprite;
   // The caller's stream (a session): frames of one stream are handed over in the order
   // they were submitted, while a stream's slow frame does not hold back another
   // stream's finished ones.
@@ -289,6 +314,10 @@ class Worker {
 
   virtual WorkerStats Stats() const = 0;
 
+  // A black sprite of `format` for storyboards (see Sprite), in this worker's memory.
+  virtual StatusOr<std::shared_ptr<Sprite>> NewSprite(PixelFormat format, int width, int height, ColorMatrix matrix,
+                                                      ColorRange range) = 0;
+
   // Where a hardware decoder can decode for this worker; none for the CPU worker, and
   // for a GPU whose video engines the build cannot reach.
   virtual std::optional<DecodeTarget> Decoding() const { return std::nullopt; }
@@ -306,6 +335,8 @@ Status ValidateRequest(const FrameRequest& request, const WorkerOptions& options
 // made from.
 int OrientedWidth(const FrameRequest& request);
 int OrientedHeight(const FrameRequest& request);
+// The frame's pixel format once turned: yuv422p under a transpose becomes yuv444p.
+PixelFormat TurnedFormat(const FrameRequest& request);
 // Rendition i's output size (0 in the request means the turned source's), and whether it
 // needs the scaling stage.
 int RenditionWidth(const FrameRequest& request, size_t i);

@@ -193,6 +193,31 @@ StatusOr<Job> ParseJobSpec(const v1::JobSpec& spec, const JobLimits& limits) {
       }
       out.params.restart_interval = static_cast<int>(r.restart_interval());
     }
+    if (r.has_tile()) {
+      const v1::TileSpec& t = r.tile();
+      const std::string tile = field + ".tile";
+      if (spec.renditions_size() != 1) return InvalidArgument(tile + ": a storyboard is the job's only rendition");
+      if (r.width() != 0 || r.height() != 0) {
+        return InvalidArgument(field + ": width and height stay 0 with a tile (tile.width and tile.height size a cell)");
+      }
+      for (const auto& [name, n] : {std::pair{"columns", t.columns()}, std::pair{"rows", t.rows()}}) {
+        if (n < 1 || n > static_cast<uint32_t>(kMaxTileGrid)) {
+          return InvalidArgument(tile + "." + name + ": " + std::to_string(n) + " is not in 1.." +
+                                 std::to_string(kMaxTileGrid));
+        }
+      }
+      if (t.width() == 0 && t.height() == 0) return InvalidArgument(tile + ": width or height is required");
+      for (const auto& [name, n] : {std::pair{"width", t.width()}, std::pair{"height", t.height()}}) {
+        if (n % 2 != 0 || n > static_cast<uint32_t>(std::max(limits.max_width, limits.max_height))) {
+          return InvalidArgument(tile + "." + name + ": " + std::to_string(n) +
+                                 (n % 2 ? " is odd (a cell holds whole 4:2:0 chroma samples)" : " is above the limit"));
+        }
+      }
+      out.width = static_cast<int>(t.width());
+      out.height = static_cast<int>(t.height());
+      out.tile_columns = static_cast<int>(t.columns());
+      out.tile_rows = static_cast<int>(t.rows());
+    }
     job.renditions.push_back(std::move(out));
   }
 
@@ -215,6 +240,9 @@ StatusOr<Job> ParseJobSpec(const v1::JobSpec& spec, const JobLimits& limits) {
                              std::to_string(kMaxSharedMemorySlots));
     }
     job.output_shared_slots = static_cast<int>(slots);
+  }
+  if (job.storyboard() && job.container_output) {
+    return InvalidArgument("spec.output.container: a storyboard's sprites come as JPEG frames (spec.renditions[0].tile)");
   }
   job.audio = spec.audio_passthrough();
   if (job.audio && !job.container_input) return InvalidArgument("spec.audio_passthrough: needs container input");
@@ -261,9 +289,15 @@ StatusOr<std::vector<Rendition>> ResolveRenditions(const Job& job, int source_wi
       w = std::max(2, static_cast<int>(std::lround(static_cast<double>(h) * source_width / source_height / 2)) * 2);
     }
     RETURN_IF_ERROR(CheckSize(w, h, limits, "spec.renditions[" + std::to_string(i) + "] resolved size"));
+    if (r.tile_columns > 0) {
+      RETURN_IF_ERROR(CheckSize(w * r.tile_columns, h * r.tile_rows, limits,
+                                "spec.renditions[" + std::to_string(i) + "].tile: the sprite (" +
+                                    std::to_string(r.tile_columns) + "x" + std::to_string(r.tile_rows) + " cells of " +
+                                    std::to_string(w) + "x" + std::to_string(h) + ")"));
+    }
     Rendition rendition;
     // 0x0 asks the worker for the source size itself (no scaling stage).
-    if (w != source_width || h != source_height) {
+    if (w != source_width || h != source_height || r.tile_columns > 0) {
       rendition.width = w;
       rendition.height = h;
     }

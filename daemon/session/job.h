@@ -30,7 +30,12 @@ struct RequestedRendition {
   std::string name;
   int width = 0, height = 0;  // as asked; 0 means "from the source" (see the proto)
   EncodeParams params;
+  // A storyboard (RenditionSpec.tile): width x height is a cell's size, in a grid of
+  // tile_columns x tile_rows cells a sprite. 0: an ordinary rendition.
+  int tile_columns = 0, tile_rows = 0;
 };
+
+inline constexpr int kMaxTileGrid = 100;  // columns and rows each
 
 struct Job {
   bool container_input = true;
@@ -61,12 +66,16 @@ struct Job {
   std::string label;
 
   size_t RawFrameBytes() const { return PackedFrameSize(raw_format, raw_width, raw_height); }
+  // Sprites of tiles instead of frames (its only rendition has a tile grid).
+  bool storyboard() const { return renditions.size() == 1 && renditions[0].tile_columns > 0; }
 };
 
 StatusOr<Job> ParseJobSpec(const v1::JobSpec& spec, const JobLimits& limits);
 
 // The renditions' output sizes for a source of this size: 0x0 is the source, one side 0
-// keeps the aspect ratio (rounded to even). INVALID_ARGUMENT past the limits.
+// keeps the aspect ratio (rounded to even). INVALID_ARGUMENT past the limits, and for a
+// storyboard whose sprite would be. A storyboard's rendition is its cell size, always
+// set (the tiling stage scales every frame, even to its own size).
 StatusOr<std::vector<Rendition>> ResolveRenditions(const Job& job, int source_width, int source_height,
                                                    const JobLimits& limits);
 

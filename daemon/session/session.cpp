@@ -112,6 +112,7 @@ void Session::Run() {
       if (!s.ok()) break;
     }
   }
+  if (s.ok() && storyboard_) SendStoryboard();  // after the last sprite, before Summary
   if (s.ok()) {
     v1::TranscodeResponse r;
     v1::Summary* summary = r.mutable_summary();

@@ -39,6 +39,7 @@
 #include "shared_frames.h"
 #include "shared_jpegs.h"
 #include "status.h"
+#include "storyboard_layout.h"
 
 namespace conveyor::media {
 class ContainerDecoder;
@@ -217,8 +218,23 @@ class Session : public std::enable_shared_from_this<Session> {
   struct OutputTimes {
     int64_t pts = 0;
     int64_t count = 1;
+    // What the worker returns: the frame's JPEGs; a storyboard frame's tiles placed in
+    // the open sprite (nothing to write); a sprite's JPEG, at its first cell's pts.
+    enum class Kind { kFrame, kTiles, kSprite } kind = Kind::kFrame;
   };
   Status SubmitFrame(KeptFrame&& frame, OutputTimes times);
+  // The request to the worker's lane, once the output bound has room; its on_done
+  // queues the result for the output thread with `times`.
+  Status SubmitToLane(FrameRequest request, OutputTimes times);
+  // Storyboards (session_storyboard.cpp): a frame placed in `times.count` cells, sprites
+  // encoded as they fill, and at the end (FinishStoryboard, with the last cue's end on the
+  // cells' clock) the last sprite and the WebVTT index, sent before Summary.
+  Status SubmitTiles(KeptFrame&& frame, OutputTimes times);
+  Status SubmitSprite();
+  Status FinishStoryboard(int64_t end_pts);
+  void SendStoryboard();
+  // The frame_rate sampler's last frame (FinishKept without storyboards).
+  Status FinishSampling(int64_t end_pts);
   // A frame the worker handed over (on its thread): queued for the output thread, so the
   // worker's hand-over never runs this session's muxing or message building.
   void OnFrameDone(OutputTimes times, FrameResult&& result);
@@ -317,6 +333,12 @@ class Session : public std::enable_shared_from_this<Session> {
   // JobSpec.frame_rate: made by BeginOutput; the pipeline thread's, as the frame it holds.
   std::optional<FrameRateSampler> sampler_;
   std::optional<KeptFrame> held_;
+  // Job::storyboard: made by BeginOutput; the open sprite, the last cell's pts and, once
+  // the input has ended, the index. The pipeline thread's.
+  std::optional<StoryboardLayout> storyboard_;
+  std::shared_ptr<Sprite> sprite_;
+  int64_t last_cell_pts_ = 0;
+  std::string storyboard_vtt_;
   std::vector<std::string> notes_;  // Started.notes; the pipeline thread's, before BeginOutput
   std::vector<Rendition> renditions_;
   Orientation turn_;  // applied to every frame (autorotate), set by BeginOutput

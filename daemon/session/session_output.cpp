@@ -43,10 +43,18 @@ Status Session::BeginOutput(int width, int height, int rate_num, int rate_den, i
     tb_num = sel.frame_rate_den;
     tb_den = sel.frame_rate_num;
   }
+  if (job_.storyboard()) {
+    // Tiles have no orientation of their own to carry: a sprite's Exif tag would turn the grid.
+    renditions_[0].params.exif_orientation = 0;
+    const RequestedRendition& grid = job_.renditions[0];
+    storyboard_.emplace(grid.tile_columns, grid.tile_rows, renditions_[0].width, renditions_[0].height, tb_num, tb_den);
+  }
   std::vector<std::string> labels;
-  for (const Rendition& r : renditions_) {  // 0 x 0 is the source size
-    labels.push_back(std::to_string(r.width == 0 ? width : r.width) + "x" +
-                     std::to_string(r.height == 0 ? height : r.height));
+  for (const Rendition& r : renditions_) {  // 0 x 0 is the source size; a storyboard's is its sprite's
+    labels.push_back(storyboard_ ? std::to_string(storyboard_->sprite_width()) + "x" +
+                                       std::to_string(storyboard_->sprite_height())
+                                 : std::to_string(r.width == 0 ? width : r.width) + "x" +
+                                       std::to_string(r.height == 0 ? height : r.height));
   }
   meter_.SetRenditions(labels);
   v1::TranscodeResponse r;
@@ -69,6 +77,10 @@ Status Session::BeginOutput(int width, int height, int rate_num, int rate_den, i
   if (job_.output_shared_slots > 0) {
     std::vector<std::pair<int, int>> sizes;
     for (const Rendition& rendition : renditions_) {
+      if (storyboard_) {
+        sizes.emplace_back(storyboard_->sprite_width(), storyboard_->sprite_height());
+        continue;
+      }
       sizes.emplace_back(rendition.width == 0 ? width : rendition.width,
                          rendition.height == 0 ? height : rendition.height);
     }
@@ -139,6 +151,13 @@ Status Session::SubmitKept(KeptFrame&& frame) {
 }
 
 Status Session::FinishKept(int64_t end_pts) {
+  RETURN_IF_ERROR(FinishSampling(end_pts));
+  // The cells' clock: the frame_rate grid (the last point lasts one step), else the input's.
+  if (storyboard_) return FinishStoryboard(sampler_ ? last_cell_pts_ + 1 : end_pts);
+  return OkStatus();
+}
+
+Status Session::FinishSampling(int64_t end_pts) {
   if (!sampler_) return OkStatus();
   std::optional<KeptFrame> last = std::exchange(held_, std::nullopt);
   if (!last) return OkStatus();
@@ -151,6 +170,19 @@ Status Session::FinishKept(int64_t end_pts) {
 }
 
 Status Session::SubmitFrame(KeptFrame&& frame, OutputTimes times) {
+  if (storyboard_) return SubmitTiles(std::move(frame), times);
+  FrameRequest request;
+  request.frame = frame.view;
+  request.orientation = turn_;
+  if (frame.deinterlace) request.deinterlace = *frame.deinterlace;
+  request.renditions = renditions_;
+  request.owner = std::move(frame.keepalive);  // the CPU worker encodes from it, the GPU worker copies
+  request.device = frame.device;
+  request.on_input_released = std::move(frame.on_input_released);
+  return SubmitToLane(std::move(request), times);
+}
+
+Status Session::SubmitToLane(FrameRequest request, OutputTimes times) {
   const auto since = [](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
   };
@@ -162,20 +194,12 @@ Status Session::SubmitFrame(KeptFrame&& frame, OutputTimes times) {
     if (cancelled_) return failure_;
     ++submitted_;
   }
-  FrameRequest request;
   request.id = frames_in_.load();
-  request.frame = frame.view;
-  request.orientation = turn_;
-  if (frame.deinterlace) request.deinterlace = *frame.deinterlace;
-  request.renditions = renditions_;
   // The session's own stream of frames: in order among themselves, never held back by
   // another session's. The address is unique among live sessions, and a session lives
   // while the worker holds any of its frames (on_done keeps it).
   request.stream = reinterpret_cast<uintptr_t>(this);
   request.on_done = [self = shared_from_this(), times](FrameResult&& r) { self->OnFrameDone(times, std::move(r)); };
-  request.owner = std::move(frame.keepalive);  // the CPU worker encodes from it, the GPU worker copies
-  request.device = frame.device;
-  request.on_input_released = std::move(frame.on_input_released);
   const auto submitting = std::chrono::steady_clock::now();
   Status s = lane_->Submit(std::move(request));
   lane_wait_seconds_ += since(submitting);
@@ -264,6 +288,8 @@ void Session::WriteFrame(DoneFrame& frame) {
   if (!result.status.ok()) {
     meter_.FrameFailed(result.status);
     Fail(result.status.WithContext("frame " + std::to_string(frames_out_.load())));
+  } else if (ok && frame.times.kind == OutputTimes::Kind::kTiles) {
+    // Placed in the open sprite, which is written when it is encoded.
   } else if (ok) {
     // A frame the frame_rate grid repeats goes out once per point, the same bytes each time.
     for (int64_t repeat = 0; repeat < frame.times.count && ok; ++repeat) {

@@ -961,9 +961,11 @@ import interlace_cases  # noqa: E402
 import orientation_cases  # noqa: E402
 import random_access_cases  # noqa: E402
 import selection_cases  # noqa: E402
+import storyboard_cases  # noqa: E402
 
 for _fn in (corpus_cases.CASES + damaged_input_cases.CASES + decode_cases.CASES + frame_rate_cases.CASES +
-            interlace_cases.CASES + orientation_cases.CASES + random_access_cases.CASES + selection_cases.CASES):
+            interlace_cases.CASES + orientation_cases.CASES + random_access_cases.CASES + selection_cases.CASES +
+            storyboard_cases.CASES):
     CASES[_fn.__name__] = _fn
 CASE_FLAGS.update(random_access_cases.FLAGS)
 

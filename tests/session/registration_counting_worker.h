@@ -45,6 +45,10 @@ class RegistrationCountingWorker : public Worker {
     return std::unique_ptr<HostMemoryRegistration>(std::make_unique<Registration>(this, data));
   }
   WorkerStats Stats() const override { return inner_->Stats(); }
+  StatusOr<std::shared_ptr<Sprite>> NewSprite(PixelFormat format, int width, int height, ColorMatrix matrix,
+                                              ColorRange range) override {
+    return inner_->NewSprite(format, width, height, matrix, range);
+  }
 
   void RefuseRegistrations() { refuse_ = true; }
   int registrations() const { return Locked([&] { return registrations_; }); }

@@ -39,6 +39,9 @@ class RecordingWorker : public Worker {
     return std::make_unique<HostMemoryRegistration>();
   }
   WorkerStats Stats() const override { return {}; }
+  StatusOr<std::shared_ptr<Sprite>> NewSprite(PixelFormat, int, int, ColorMatrix, ColorRange) override {
+    return Unimplemented("recording worker: no sprites");
+  }
 
   void Open() {
     std::lock_guard<std::mutex> lock(mu_);

@@ -25,6 +25,8 @@ if [[ "${1:-}" == "--test" ]]; then
   # tests/run.sh: the CPU encoder's baseline code (the target_clones "default" variants and
   # the portable DCT) run on an emulated CPU without AVX2 (qemu-x86_64 -cpu Westmere).
   packages+=(qemu-user)
+  # tests/player: headless Chromium loads the storyboard page.
+  packages+=(chromium)
 fi
 
 missing=()

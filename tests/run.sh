@@ -30,7 +30,7 @@ allow_skip=",${CONVEYOR_ALLOW_SKIP:-},"
 
 # The fewest tests each ctest stage runs. Raise a number when tests are added: a stage
 # that runs fewer (a test binary not built, a discovery that found nothing) fails.
-declare -A min_tests=([cpu]=728 [asan]=726 [tsan]=110 [amd]=146 [nvidia]=146)
+declare -A min_tests=([cpu]=756 [asan]=754 [tsan]=118 [amd]=153 [nvidia]=153)
 
 echo "=== tree checks (tests/repo) ==="
 tests/repo/check_tree_test.sh
@@ -151,7 +151,7 @@ echo "=== build: tsan (ThreadSanitizer) ==="
 # libraries; ON spelled out, as a build/tsan from before cached OFF), but only the tested
 # targets are built: no conveyord, gRPC server or end-to-end tests. The session tests'
 # FFmpeg suppressions: tests/session/tsan.supp.
-build_sanitized tsan "-fsanitize=thread" -DCONVEYOR_BUILD_DAEMON=ON -- --target unit_tests worker_test session_test
+build_sanitized tsan "-fsanitize=thread" -DCONVEYOR_BUILD_DAEMON=ON -- --target unit_tests worker_test worker_storyboard_test session_test
 # GCC 12's TSan runtime cannot map its shadow memory under the highest mmap
 # randomisation some kernels use; lower it where we may (we run as root in CI).
 if ! build/tsan/tests/unit/unit_tests --gtest_filter='Status*' >/dev/null 2>&1; then
@@ -179,7 +179,7 @@ JOBS=$jobs tests/fuzz/run_fuzzers.sh 45
 # The GPU flavours build the daemon's own code once more only to link conveyord (its
 # sources are the same in every flavour; what differs is the engine under it).
 gpu_targets=(unit_tests gpu_encoder_test gpu_scale_test gpu_orient_test gpu_deinterlace_test gpu_narrow_test worker_test
-  worker_device_input_test conveyor-bench conveyord)
+  worker_storyboard_test worker_device_input_test conveyor-bench conveyord)
 
 if command -v hipcc >/dev/null; then
   echo "=== build: amd ==="

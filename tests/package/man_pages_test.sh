@@ -91,7 +91,8 @@ commands=$(sed -n '/^Subcommands:/,/^$/s/^  \([a-z][a-z-]*\) .*/\1/p' <<<"$help"
 same_sets "conveyorctl commands" "$(tags conveyorctl.1 COMMANDS | cut -d' ' -f1 | sort -u)" "$commands"
 all_help=$help
 for c in $commands; do all_help+=$'\n'$("$conveyorctl" "$c" --help); done
-documented_flags=$( { tags conveyorctl.1 OPTIONS; tags conveyorctl.1 COMMANDS; tags conveyorctl.1 "TRANSCODE OPTIONS"; } | tag_flags)
+documented_flags=$( { tags conveyorctl.1 OPTIONS; tags conveyorctl.1 COMMANDS; tags conveyorctl.1 "TRANSCODE OPTIONS";
+  tags conveyorctl.1 "THUMBNAILS OPTIONS"; } | tag_flags)
 same_sets "conveyorctl flags" "$documented_flags" "$(help_flags <<<"$all_help")"
 step "conveyorctl(1): $(wc -l <<<"$documented_flags") flags, commands: $(xargs <<<"$commands")"
 

@@ -12,8 +12,8 @@
 # packet 12 on, those frames the CPU decoder's, and --decode gpu must end UNAVAILABLE), and
 # failover/h264_420_then_444.h264, whose 4:4:4 half the engines do not take (auto: the
 # whole output the CPU decoder's; gpu: refused). Then selection on the engines (keyframes
-# only; a time range at 7 frames/s, also with decode.held_frames = 2). Last, 16 sessions of
-# clip A at once.
+# only; a time range at 7 frames/s, also with decode.held_frames = 2), and storyboards on
+# the GPU worker against the CPU worker's. Last, 16 sessions of clip A at once.
 #   bash .h200/decode_identity.sh
 set -uo pipefail
 cd "${BUNDLE_DIR:-.h200}"
@@ -155,6 +155,32 @@ for sel in "keyframes:8:--keyframes" "fps:34:--ss 1.3 --to 6.1 --fps 7"; do
   done
 done
 kill -TERM "$held2_pid" 2>/dev/null
+# Storyboards: the GPU worker's tiling stage, from host frames (--decode cpu) and from the
+# engines' device frames (--decode gpu), against the CPU worker's (a daemon with workers =
+# cpu): 8 thumbnails of 160x90 in 3x2 sprites, a full one and one with two black cells,
+# the sprites byte for byte the same and the same index.
+printf '[workers]\nworkers = "cpu"\n' >"$work/cpuworker.toml"
+start cpuworker "$work/cpuworker.toml"
+cpuworker_pid=$!
+board=(thumbnails "$f" --every 1 --tile 3x2 --size 160x90)
+if ctl cpuworker "${board[@]}" -o "$work/board.cpuworker" >"$work/board.cpuworker.log" 2>&1; then
+  for d in cpu gpu; do
+    if ! timeout 120 ./$B/bin/conveyorctl --target "unix:$work/device.sock" "${board[@]}" --decode "$d" \
+      -o "$work/board.$d" >"$work/board.$d.log" 2>&1; then
+      fail "storyboard (--decode $d): failed or hung: $(tail -2 "$work/board.$d.log")"
+      continue
+    fi
+    if diff -r "$work/board.cpuworker" "$work/board.$d" >/dev/null && [[ -f $work/board.$d/sprite_2.jpg ]]; then
+      echo "storyboard (GPU worker, --decode $d): $(ls "$work/board.$d" | xargs), the CPU worker's bytes"
+      cases=$((cases + 1))
+    else
+      fail "storyboard (GPU worker, --decode $d): $(ls "$work/board.$d" | xargs) differ from the CPU worker's"
+    fi
+  done
+else
+  fail "storyboard: the CPU worker failed: $(tail -2 "$work/board.cpuworker.log")"
+fi
+kill -TERM "$cpuworker_pid" 2>/dev/null
 # Many sessions at once, frames in device memory: each session holds a bounded number of
 # the decoder's surfaces and the decoders must not run out of them (the first GPU-host run
 # at 8 sessions got frames without a picture). 16 concurrent --decode gpu sessions of
@@ -186,8 +212,8 @@ else
 fi
 kill -TERM %1 %2 %3 2>/dev/null; wait
 # The daemons' logs where the caller keeps files ($OUT), and their warnings here.
-[[ -n ${OUT:-} ]] && cp "$work"/{device,host,fault,held2}.log "$OUT/" 2>/dev/null
-grep -h -E "warn|error" "$work"/{device,host,fault,held2}.log | tail -20
+[[ -n ${OUT:-} ]] && cp "$work"/{device,host,fault,held2,cpuworker}.log "$OUT/" 2>/dev/null
+grep -h -E "warn|error" "$work"/{device,host,fault,held2,cpuworker}.log | tail -20
 echo "decode identity: $cases clip x frames-path cases compared, $failures failure(s)"
 ((cases > 0)) || fail "no clip was compared"
 ((failures == 0))

@@ -200,9 +200,20 @@ def close_cancels_the_call(ctx, conveyor):
            "-preset", "ultrafast", "-g", "25", mkv)
     data = open(mkv, "rb").read()
     r, w = os.pipe()
-    writer_end = os.fdopen(w, "wb")
-    # Half the file, then nothing until the case ends: the pipe stays open.
-    writer = threading.Thread(target=lambda: (writer_end.write(data[:len(data) // 2]), writer_end.flush()))
+    # Half the file, then nothing until the case ends: the pipe stays open. The writer never
+    # blocks (once the call is cancelled nobody reads the pipe), so it stops when asked and
+    # the write end can be closed, which ends the client's read of the pipe.
+    os.set_blocking(w, False)
+    stop = threading.Event()
+
+    def feed(rest):
+        while rest and not stop.is_set():
+            try:
+                rest = rest[os.write(w, rest):]
+            except BlockingIOError:
+                stop.wait(0.01)
+
+    writer = threading.Thread(target=feed, args=(memoryview(data)[:len(data) // 2],))
     writer.start()
     pipe = os.fdopen(r, "rb", buffering=0)
     client = conveyor.Client(ctx.target)
@@ -225,8 +236,9 @@ def close_cancels_the_call(ctx, conveyor):
         except StopIteration:
             pass
     finally:
+        stop.set()
         writer.join(10)
-        writer_end.close()
+        os.close(w)
         pipe.close()
         client.close()
 

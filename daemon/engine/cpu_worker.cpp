@@ -223,6 +223,10 @@ class CpuWorker : public Worker {
     while (auto slot = deliveries_.PopTicking([this] { heartbeats_.Beat(1); }, kHeartbeatPeriod)) {
       Slot& s = slots_[*slot];
       auto on_done = std::move(s.request.on_done);
+      // A storyboard's sprite lives as long as its session holds it, not until the slot's next frame.
+      s.request.sprite.reset();
+      s.request.owner.reset();
+      for (Rendition& r : s.request.renditions) r.tiles = {};
       (s.result.status.ok() ? done_ : failed_).fetch_add(1);
       s.result.times.handed_over = std::chrono::steady_clock::now();
       on_done(std::move(s.result));

@@ -392,6 +392,9 @@ class GpuWorker : public Worker {
       for (size_t i = 0; i < group.size(); ++i) {
         GpuSlot& s = *group[i];
         s.ReleaseInput();
+        // A storyboard's sprite lives as long as its session holds it, not until the slot's next frame.
+        s.request.sprite.reset();
+        for (Rendition& r : s.request.renditions) r.tiles = {};
         FinishedFrame f{s.request.stream, s.sequence, std::move(s.request.on_done), std::move(results[i])};
         // The slot is free: its upload, kernels and copies have completed (or Recover()
         // waited for them), and the result holds its bytes (lent from the ring or

@@ -2,8 +2,8 @@
 // (turned first where asked, one frame in two cells where the grid repeats it), then the
 // sprite encoded on its own. Each sprite must equal the host's: a black sprite, each cell
 // scaled into it with the tile plan, encoded by the CPU encoder; libjpeg-turbo decodes it
-// back to that sprite. On a GPU worker this shows the tiling kernel and the sprite's
-// ordering across streams give the CPU path's bytes.
+// back to that sprite, and the worker keeps no hold on it afterwards. On a GPU worker this
+// shows the tiling kernel and the sprite's ordering across streams give the CPU's bytes.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -132,6 +132,8 @@ TEST_P(WorkerStoryboardTest, SpritesMatchTheHostTilesAndTheCpuEncoder) {
     ASSERT_EQ(s.jpeg.at(0).ToVector(), want) << "the sprite differs from the host's";
     const Status decoded = testing::CheckAgainstLibjpegTurbo(want_view, params, want);
     ASSERT_TRUE(decoded.ok()) << decoded.ToString();
+    // Delivered frames keep nothing of it: the sprite's memory goes when its holder lets go.
+    EXPECT_EQ(sprite->use_count(), 1) << "the worker still holds the sprite";
     ++checked;
   }
   std::printf("%s worker: %d sprites equal to the host's\n", GetParam().c_str(), checked);

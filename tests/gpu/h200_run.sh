@@ -25,7 +25,8 @@ for part in $parts; do
       # Gated: every binary must be there and exit 0, must have run tests without
       # skipping the GPU ones, the two byte-identity suites must have compared cases and
       # the encoder and worker tests must have decoded outputs with libjpeg-turbo.
-      for t in unit_tests gpu_encoder_test gpu_scale_test gpu_orient_test gpu_deinterlace_test gpu_narrow_test worker_test worker_device_input_test doctor_tests; do
+      for t in unit_tests gpu_encoder_test gpu_scale_test gpu_orient_test gpu_deinterlace_test gpu_narrow_test worker_test worker_storyboard_test \
+        worker_device_input_test doctor_tests; do
         echo "== $t"
         if [[ ! -x $bin/$t ]]; then fail "$t: not staged in $bin"; continue; fi
         $bin/$t >"$out/$t.log" 2>&1

@@ -10,10 +10,10 @@ cd "$(dirname "$0")/../.."
 exclude=$(git rev-parse --git-path info/exclude)
 grep -qx '/.device/' "$exclude" 2>/dev/null || echo '/.device/' >> "$exclude"
 cmake -S . -B build/nvidia -G Ninja -DCONVEYOR_GPU=nvidia -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build/nvidia --target unit_tests gpu_encoder_test gpu_scale_test gpu_orient_test gpu_deinterlace_test gpu_narrow_test worker_test worker_device_input_test conveyor-bench \
+cmake --build build/nvidia --target unit_tests gpu_encoder_test gpu_scale_test gpu_orient_test gpu_deinterlace_test gpu_narrow_test worker_test worker_storyboard_test worker_device_input_test conveyor-bench \
   conveyor-doctor doctor_tests
 rm -rf .device && mkdir -p .device/bin .device/lib .device/media
-cp build/nvidia/tests/unit/unit_tests build/nvidia/tests/gpu/{gpu_encoder_test,gpu_scale_test,gpu_orient_test,gpu_deinterlace_test,gpu_narrow_test,worker_test,worker_device_input_test} \
+cp build/nvidia/tests/unit/unit_tests build/nvidia/tests/gpu/{gpu_encoder_test,gpu_scale_test,gpu_orient_test,gpu_deinterlace_test,gpu_narrow_test,worker_test,worker_storyboard_test,worker_device_input_test} \
    build/nvidia/tests/bench/conveyor-bench build/nvidia/daemon/doctor/conveyor-doctor \
    build/nvidia/tests/doctor/doctor_tests .device/bin/
 cp -L /usr/lib/x86_64-linux-gnu/libjpeg.so.62 /usr/lib/x86_64-linux-gnu/libturbojpeg.so.0 .device/lib/

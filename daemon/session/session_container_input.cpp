@@ -344,6 +344,8 @@ Status Session::RunContainer() {
     const FrameSelection::Verdict verdict = selection.Decide(pts);
     if (verdict == FrameSelection::Verdict::kDrop) continue;
     if (verdict == FrameSelection::Verdict::kStop) return end_input();
+    // Read before a device frame's picture moves into its owner below.
+    const int64_t duration = f.frame->pkt_duration > 0 ? f.frame->pkt_duration : rate_duration;
     std::shared_ptr<void> keepalive;
     StatusOr<media::ConvertedFrame> converted = Status();
     FrameRequest::DeviceInput device;
@@ -381,7 +383,7 @@ Status Session::RunContainer() {
     }
     have_last_pts = true;
     last_pts = pts;
-    kept_end = pts + (f.frame->pkt_duration > 0 ? f.frame->pkt_duration : rate_duration);
+    kept_end = pts + duration;
     if (!may_deinterlace) {
       RETURN_IF_ERROR(SubmitKept(KeptFrame{converted->view, pts, std::move(keepalive), nullptr, std::nullopt, device}));
     } else if (auto ready = window.Push(

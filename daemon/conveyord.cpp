@@ -22,6 +22,7 @@
 #include "doctor.h"
 #include "drain.h"
 #include "endpoints_file.h"
+#include "fatal_signal.h"
 #include "ffmpeg_log.h"
 #include "gpu_encoder.h"
 #include "grpc_log.h"
@@ -98,6 +99,7 @@ int Run(int argc, char** argv) {
     std::fprintf(stderr, "conveyord: %s\n", s.ToString().c_str());
     return 2;
   }
+  ReportFatalSignals();
   RouteFfmpegLogToDaemonLog();
   RouteGrpcLogToDaemonLog();
   spdlog::info("conveyord {} starting{}", config::ConveyorVersion(),

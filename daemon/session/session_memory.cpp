@@ -12,14 +12,15 @@
 namespace conveyor {
 namespace {
 
-// The renditions' output sizes for this source; a rendition the limits refuse (the
-// session fails on it later) counts at the source size.
+// The renditions' output sizes for this source (a storyboard's: its sprite's); a
+// rendition the limits refuse (the session fails on it later) counts at the source size.
 std::vector<std::pair<int, int>> RenditionSizes(const Job& job, const JobLimits& limits, int width, int height) {
   std::vector<std::pair<int, int>> sizes;
   StatusOr<std::vector<Rendition>> resolved = ResolveRenditions(job, width, height, limits);
   for (size_t i = 0; i < job.renditions.size(); ++i) {
     const bool known = resolved.ok() && (*resolved)[i].width > 0;
-    sizes.emplace_back(known ? (*resolved)[i].width : width, known ? (*resolved)[i].height : height);
+    const int grid_w = std::max(1, job.renditions[i].tile_columns), grid_h = std::max(1, job.renditions[i].tile_rows);
+    sizes.emplace_back(known ? (*resolved)[i].width * grid_w : width, known ? (*resolved)[i].height * grid_h : height);
   }
   return sizes;
 }
@@ -70,6 +71,10 @@ SessionMemoryEstimate EstimateSessionMemory(const Job& job, const SessionOptions
   // Past the output bound the session submits no more frames, but those in the lane and
   // the one with the worker still finish.
   e.output_bytes = static_cast<uint64_t>(options.output_bytes) + (queue + 1) * jpegs;
+  if (job.storyboard()) {
+    // The sprite being filled and the one being encoded (4:2:0; the worker's memory).
+    e.frame_bytes += 2 * PackedFrameSize(PixelFormat::kYuv420p, sizes[0].first, sizes[0].second);
+  }
   if (job.output_shared_slots > 0) {
     e.output_bytes += static_cast<uint64_t>(job.output_shared_slots) * SharedJpegSlotBytes(sizes);
   }

@@ -42,7 +42,8 @@ struct SessionMemoryEstimate {
   uint64_t input_bytes = 0;
   // Container input's decoded frames (8-bit 4:2:0, the format nearly all video decodes
   // to; a 10-bit or 4:4:4 source holds up to twice this): the decoder's references, one
-  // per decode thread, the lane's, the worker's, and the deinterlace window's two.
+  // per decode thread, the lane's, the worker's, and the deinterlace window's two; and a
+  // storyboard's two sprites (the one being filled, the one being encoded).
   uint64_t frame_bytes = 0;
   // Encoded output not yet read (limits.session_output_bytes), the JPEGs of the frames
   // still in the lane or with the worker when that bound stops submission, and the

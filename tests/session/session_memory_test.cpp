@@ -59,6 +59,20 @@ TEST(SessionMemory, Raw1080pFramesFromMessagesWithTwoRenditions) {
   EXPECT_EQ(e.total(), 129221632u);  // about 123 MiB
 }
 
+TEST(SessionMemory, AStoryboardCountsTwoSpritesAndSpriteSizedJpegs) {
+  v1::JobSpec spec = Raw(v1::PIXEL_FORMAT_YUV420P, 1920, 1080);
+  v1::TileSpec* tile = spec.mutable_renditions(0)->mutable_tile();
+  tile->set_columns(10);
+  tile->set_rows(10);
+  tile->set_width(160);
+  tile->set_height(90);
+  const SessionMemoryEstimate e = EstimateAtAdmission(ParsedJob(spec), Bounds());
+  // Two 1600 x 900 sprites at 1.5 bytes a pixel: 2 x 2160000.
+  EXPECT_EQ(e.frame_bytes, 4320000u);
+  // The output bound, and 5 sprite JPEGs bounded at 1600 x 912 x 1.5 + 4096 = 2192896 bytes.
+  EXPECT_EQ(e.output_bytes, 67108864u + 5u * 2192896u);
+}
+
 TEST(SessionMemory, Raw4kRgbFramesFromMessages) {
   const SessionMemoryEstimate e = EstimateAtAdmission(ParsedJob(Raw(v1::PIXEL_FORMAT_RGB24, 3840, 2160)), Bounds());
   EXPECT_EQ(e.Describe(), "3840x2160");

@@ -14,7 +14,7 @@
 # whole output the CPU decoder's; gpu: refused). Then selection on the engines (keyframes
 # only; a time range at 7 frames/s, also with decode.held_frames = 2), and storyboards on
 # the GPU worker against the CPU worker's. Last, 16 sessions of clip A at once.
-#   bash .h200/decode_identity.sh
+#   bash tests/gpu/h200_bundle/stage.sh identity, then on the GPU host: bash .h200/decode_identity.sh
 set -uo pipefail
 cd "${BUNDLE_DIR:-.h200}"
 B=$(basename "$(tar tJf bundle.tar.xz | head -1)")
@@ -127,7 +127,7 @@ grep -m1 "decode: gpu: the video engines do not take" "$work/mixed.gpu.log" || f
 # deinterlace window beside the decoder's surfaces; the sampled case also on a daemon with
 # decode.held_frames = 2, the least it takes (it must not wait for room that only the next
 # frame would make: timeout 120).
-f=selection/h264_g25_1080.mp4
+f=selection/h264_g25_720.mp4
 printf '[decode]\nheld_frames = 2\n' >"$work/held2.toml"
 start held2 "$work/held2.toml"
 held2_pid=$!

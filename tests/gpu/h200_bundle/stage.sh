@@ -7,8 +7,11 @@
 # clip, clip A (4 s of noisy 1080p30 H.264 at about 8 Mbit/s, for the decode runs), the
 # decode and failover clips and this folder's scripts. `stage.sh decode` leaves out the
 # 150-frame clip and the MJPEG reference, which only the other parts use, so that the decode
-# runs and decode_identity.sh travel together within the 64 MiB. Then, on the GPU host,
-# with .h200 in the working tree: bash .h200/run.sh (or decode_identity.sh, decode_tune.sh).
+# runs and decode_identity.sh travel together within the 64 MiB (with the working tree);
+# `stage.sh tune` is that and the Annex B stream decode_tune.sh repeats (REPEAT=N), and
+# `stage.sh identity` leaves the benchmark binaries out too, for decode_identity.sh. Then, on
+# the GPU host, with .h200 in the working tree: bash .h200/run.sh (or decode_identity.sh,
+# decode_tune.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."  # the repository root
 exclude=$(git rev-parse --git-path info/exclude)
@@ -32,15 +35,18 @@ for ref in "${refs[@]}"; do
 done
 rm -rf .h200/stage
 cp build/nvidia/tests/bench/daemon/conveyor-bench-daemon "${refs[@]}" tests/gpu/h200_bundle/{run.sh,frames.py} .h200/
-strip --strip-unneeded .h200/conveyor-bench-libav-{mjpeg,decode}
-[[ ${1:-} != decode ]] || rm .h200/conveyor-bench-libav-mjpeg
-[[ ${1:-} == decode ]] ||
+strip --strip-unneeded .h200/conveyor-bench-daemon .h200/conveyor-bench-libav-{mjpeg,decode}
+mode=${1:-all}
+[[ $mode == all ]] || rm .h200/conveyor-bench-libav-mjpeg
+[[ $mode != identity ]] || rm .h200/conveyor-bench-daemon .h200/conveyor-bench-libav-decode
+[[ $mode != all ]] ||
   ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=1920x1080:rate=30,noise=alls=4:allf=t" -frames:v 150 \
     -c:v libx264 -preset fast -crf 26 -pix_fmt yuv420p -movflags +faststart .h200/n1080.mp4
 ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=1920x1080:rate=30,noise=alls=6:allf=t" -t 4 \
   -c:v libx264 -preset medium -crf 23 -pix_fmt yuv420p -movflags +faststart .h200/a1080.mp4
 # The same stream as Annex B, which decode_tune.sh (REPEAT=N) concatenates into a longer one.
-ffmpeg -loglevel error -y -i .h200/a1080.mp4 -c copy -bsf:v h264_mp4toannexb -f h264 .h200/a1080.h264
+[[ $mode == decode || $mode == identity ]] ||
+  ffmpeg -loglevel error -y -i .h200/a1080.mp4 -c copy -bsf:v h264_mp4toannexb -f h264 .h200/a1080.h264
 # decode_identity.sh's clips: every codec the engines take, odd sizes and sizes cropped
 # from the coded size, 10-bit; and streams they do not take or that auto keeps on the CPU
 # (*_cpu_*: 4:4:4, AV1 through libdav1d, MPEG-2 with its inexact IDCT).
@@ -60,7 +66,7 @@ clip vp9_641x359.webm 641x359 -c:v libvpx-vp9 -deadline realtime -pix_fmt yuv420
 clip vp9_1280x720.webm 1280x720 -c:v libvpx-vp9 -deadline realtime -pix_fmt yuv420p
 clip h264_cpu_444.mkv 640x360 -c:v libx264 -preset fast -pix_fmt yuv444p
 clip av1_cpu_640x360.mkv 640x360 -c:v libaom-av1 -cpu-used 8 -pix_fmt yuv420p
-clip mpeg2_cpu_720x576.ts 720x576 -c:v mpeg2video -b:v 8M
+clip mpeg2_cpu_720x576.ts 720x576 -c:v mpeg2video -b:v 2M
 # The failover clips: keyframes every 6 frames (the CPU decoder takes over at one), and an
 # Annex B stream that turns 4:4:4 halfway (the engines give it up at the new SPS).
 mkdir -p .h200/failover
@@ -72,10 +78,12 @@ for chroma in 420 444; do
 done
 cat .h200/failover/part{420,444}.h264 >.h200/failover/h264_420_then_444.h264
 rm .h200/failover/part{420,444}.h264
-# The selection clip: 8 s of 1080p25 with a keyframe every 25 frames and B-frames between.
+# The selection clip: 8 s of 720p25 with a keyframe every 25 frames and B-frames between.
 mkdir -p .h200/selection
-ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=1920x1080:rate=25,noise=alls=2:allf=t" -t 8 \
+ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=1280x720:rate=25,noise=alls=2:allf=t" -t 8 \
   -c:v libx264 -preset fast -crf 30 -g 25 -keyint_min 25 -sc_threshold 0 -pix_fmt yuv420p \
-  .h200/selection/h264_g25_1080.mp4
+  .h200/selection/h264_g25_720.mp4
 cp tests/gpu/h200_bundle/{decode_identity.sh,decode_tune.sh} .h200/
+# What travels to the GPU host, the working tree and its git folder included, is at most
+# 64 MiB; this part of it should stay under about 61 MB (decode: 62.5 MB, identity: 61.0).
 du -sh --apparent-size .h200

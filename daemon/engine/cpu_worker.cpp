@@ -93,11 +93,7 @@ class CpuWorker : public Worker {
 
   StatusOr<std::shared_ptr<Sprite>> NewSprite(PixelFormat format, int width, int height, ColorMatrix matrix,
                                               ColorRange range) override {
-    if (width < 1 || height < 1 || width > options_.max_width || height > options_.max_height) {
-      return InvalidArgument("sprite " + std::to_string(width) + "x" + std::to_string(height) +
-                             " exceeds this worker's limit of " + std::to_string(options_.max_width) + "x" +
-                             std::to_string(options_.max_height));
-    }
+    RETURN_IF_ERROR(ValidateSpriteSize(width, height, options_));
     return std::shared_ptr<Sprite>(std::make_shared<HostSprite>(format, width, height, matrix, range));
   }
 
@@ -225,7 +221,6 @@ class CpuWorker : public Worker {
       auto on_done = std::move(s.request.on_done);
       // A storyboard's sprite lives as long as its session holds it, not until the slot's next frame.
       s.request.sprite.reset();
-      s.request.owner.reset();
       for (Rendition& r : s.request.renditions) r.tiles = {};
       (s.result.status.ok() ? done_ : failed_).fetch_add(1);
       s.result.times.handed_over = std::chrono::steady_clock::now();

@@ -21,15 +21,19 @@ std::string SlotNames(const std::vector<GpuSlot*>& group) {
   return names;
 }
 
+// The frame the renditions (and tiles) are made from: the upload, made whole and turned
+// where the slot's plans say.
+const uint8_t* MadeFrame(const GpuSlot& s) {
+  return s.orient_plan ? s.turned.get<uint8_t>() : s.deinterlace_plan ? s.whole.get<uint8_t>() : s.source.get<uint8_t>();
+}
+
 // The device frame rendition r of frame `s` (the i-th of its launch group) is encoded
 // from: the upload itself, or a scaled copy in the lane's buffer, whose scale is added
 // to `scales`.
 SourcePlanes SourceOf(GpuSlot& s, int r, int i, EncodeLane& lane, std::vector<ScaleJob>* scales) {
   const FrameView& f = s.shape;
   const EncodePlan& p = s.plans[r];
-  const uint8_t* frame = s.orient_plan      ? s.turned.get<uint8_t>()
-                         : s.deinterlace_plan ? s.whole.get<uint8_t>()
-                                              : s.source.get<uint8_t>();
+  const uint8_t* frame = MadeFrame(s);
   if (s.scale_plans[r]) {
     uint8_t* scaled = lane.scaled.get<uint8_t>() + i * s.scaled_bytes + s.scaled_offset[r];
     scales->push_back({&*s.scale_plans[r], PackedSourcePlanes(frame, f.format, f.width, f.height), scaled});
@@ -252,11 +256,9 @@ Status GpuLauncher::Upload(GpuSlot& s) {
 Status GpuLauncher::PlaceTiles(GpuSlot& s, EncodeLane& lane) {
   const FrameView& f = s.shape;
   auto* sprite = static_cast<DeviceSprite*>(s.request.renditions.front().tiles.sprite.get());
-  const uint8_t* frame = s.orient_plan      ? s.turned.get<uint8_t>()
-                         : s.deinterlace_plan ? s.whole.get<uint8_t>()
-                                              : s.source.get<uint8_t>();
+  const SourcePlanes frame = PackedSourcePlanes(MadeFrame(s), f.format, f.width, f.height);
   std::vector<ScaleJob> jobs;
-  for (const ScalePlan& p : s.tile_plans) jobs.push_back({&p, PackedSourcePlanes(frame, f.format, f.width, f.height), sprite->data()});
+  for (const ScalePlan& p : s.tile_plans) jobs.push_back({&p, frame, sprite->data()});
   RETURN_IF_ERROR(Check("hipStreamWaitEvent(encode, sprite written)", s.index,
                         hipStreamWaitEvent(lane.stream.get(), sprite->written(), 0)));
   Status placed = Injected(options_, "launch tiles", s.index);

@@ -197,13 +197,7 @@ class GpuWorker : public Worker {
 
   StatusOr<std::shared_ptr<Sprite>> NewSprite(PixelFormat format, int width, int height, ColorMatrix matrix,
                                               ColorRange range) override {
-    const bool fits = (width <= options_.max_width && height <= options_.max_height) ||
-                      (width <= options_.max_height && height <= options_.max_width);
-    if (width < 1 || height < 1 || !fits) {
-      return InvalidArgument("sprite " + std::to_string(width) + "x" + std::to_string(height) +
-                             " exceeds this worker's limit of " + std::to_string(options_.max_width) + "x" +
-                             std::to_string(options_.max_height));
-    }
+    RETURN_IF_ERROR(ValidateSpriteSize(width, height, options_));
     if (dead_.load()) return Unavailable(Describe() + " is out of service: " + dead_reason_);
     GPU_RETURN_IF_ERROR(hipSetDevice(device_), "hipSetDevice");
     // Cleared on the upload stream: every frame's upload, which its tiles wait for, follows.

@@ -42,6 +42,15 @@ bool Fits(int w, int h, const WorkerOptions& o) {
 
 }  // namespace
 
+Status ValidateSpriteSize(int width, int height, const WorkerOptions& options) {
+  if (width < 1 || height < 1 || !Fits(width, height, options)) {
+    return InvalidArgument("sprite " + std::to_string(width) + "x" + std::to_string(height) +
+                           " exceeds this worker's limit of " + std::to_string(options.max_width) + "x" +
+                           std::to_string(options.max_height));
+  }
+  return OkStatus();
+}
+
 Status ValidateRequest(const FrameRequest& request, const WorkerOptions& options) {
   RETURN_IF_ERROR(ValidateFrame(request.frame));
   if (!Fits(request.frame.width, request.frame.height, options)) {

@@ -330,6 +330,9 @@ StatusOr<std::unique_ptr<Worker>> MakeGpuWorker(int device, const WorkerOptions&
 
 // Checks the renditions of a request against the frame and the worker's limits.
 Status ValidateRequest(const FrameRequest& request, const WorkerOptions& options);
+// Checks a sprite's size against the worker's limits (either way round, as a frame's), so
+// that its encode fits a slot (Worker::NewSprite).
+Status ValidateSpriteSize(int width, int height, const WorkerOptions& options);
 
 // The frame's size once turned (FrameRequest::orientation): the size its renditions are
 // made from.

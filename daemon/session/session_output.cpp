@@ -49,12 +49,13 @@ Status Session::BeginOutput(int width, int height, int rate_num, int rate_den, i
     const RequestedRendition& grid = job_.renditions[0];
     storyboard_.emplace(grid.tile_columns, grid.tile_rows, renditions_[0].width, renditions_[0].height, tb_num, tb_den);
   }
+  // Each rendition's JPEG size: 0 x 0 is the source size; a storyboard's is its sprite's.
+  std::vector<std::pair<int, int>> sizes;
   std::vector<std::string> labels;
-  for (const Rendition& r : renditions_) {  // 0 x 0 is the source size; a storyboard's is its sprite's
-    labels.push_back(storyboard_ ? std::to_string(storyboard_->sprite_width()) + "x" +
-                                       std::to_string(storyboard_->sprite_height())
-                                 : std::to_string(r.width == 0 ? width : r.width) + "x" +
-                                       std::to_string(r.height == 0 ? height : r.height));
+  for (const Rendition& r : renditions_) {
+    sizes.emplace_back(storyboard_ ? storyboard_->sprite_width() : r.width == 0 ? width : r.width,
+                       storyboard_ ? storyboard_->sprite_height() : r.height == 0 ? height : r.height);
+    labels.push_back(std::to_string(sizes.back().first) + "x" + std::to_string(sizes.back().second));
   }
   meter_.SetRenditions(labels);
   v1::TranscodeResponse r;
@@ -75,15 +76,6 @@ Status Session::BeginOutput(int width, int height, int rate_num, int rate_den, i
   started->set_decoder_name(decoder_name_);
   for (const std::string& note : notes_) started->add_notes(note);
   if (job_.output_shared_slots > 0) {
-    std::vector<std::pair<int, int>> sizes;
-    for (const Rendition& rendition : renditions_) {
-      if (storyboard_) {
-        sizes.emplace_back(storyboard_->sprite_width(), storyboard_->sprite_height());
-        continue;
-      }
-      sizes.emplace_back(rendition.width == 0 ? width : rendition.width,
-                         rendition.height == 0 ? height : rendition.height);
-    }
     ASSIGN_OR_RETURN(std::unique_ptr<SharedJpegSlots> slots,
                      SharedJpegSlots::Create(job_.output_shared_slots, SharedJpegSlotBytes(sizes), "conveyor-jpegs"));
     v1::SharedMemoryOutput* shm = started->mutable_shared_memory_output();
@@ -106,8 +98,8 @@ Status Session::BeginOutput(int width, int height, int rate_num, int rate_den, i
   for (size_t i = 0; i < renditions_.size(); ++i) {
     media::MuxerOptions mo;
     mo.format = job_.container;
-    mo.width = renditions_[i].width == 0 ? width : renditions_[i].width;
-    mo.height = renditions_[i].height == 0 ? height : renditions_[i].height;
+    mo.width = sizes[i].first;
+    mo.height = sizes[i].second;
     mo.time_base = AVRational{tb_num, tb_den};
     mo.frame_rate = AVRational{rate_num, rate_den};
     mo.orientation = carried;

@@ -68,14 +68,12 @@ Status Session::SubmitSprite() {
 
 Status Session::FinishStoryboard(int64_t end_pts) {
   if (storyboard_->sprite_open()) RETURN_IF_ERROR(SubmitSprite());
-  storyboard_->CloseSprite();
   storyboard_vtt_ = storyboard_->WebVtt(std::max(end_pts, last_cell_pts_));
   return OkStatus();
 }
 
 void Session::SendStoryboard() {
-  // An empty selection still gets its (empty) index: the client learns there is nothing.
-  if (storyboard_vtt_.empty()) storyboard_vtt_ = storyboard_->WebVtt(last_cell_pts_);
+  // FinishStoryboard made it: the input's end reaches FinishKept on every path that ends OK.
   size_t offset = 0;
   do {
     const size_t n = std::min(options_.message_bytes, storyboard_vtt_.size() - offset);

@@ -4,6 +4,10 @@
 #include <cinttypes>
 #include <cstdio>
 
+extern "C" {
+#include <libavutil/mathematics.h>
+}
+
 namespace conveyor {
 
 StoryboardLayout::StoryboardLayout(int columns, int rows, int cell_width, int cell_height, int tb_num, int tb_den)
@@ -31,11 +35,8 @@ void StoryboardLayout::CloseSprite() { in_sprite_ = 0; }
 int StoryboardLayout::sprites() const { return sprite_ + 1; }
 
 std::string WebVttTime(int64_t pts, int tb_num, int tb_den) {
-  // Milliseconds, rounded half away from zero, in integers: pts * num * 1000 / den.
-  const __int128 scaled = static_cast<__int128>(pts) * tb_num * 1000;
-  const __int128 half = tb_den / 2;
-  int64_t ms = static_cast<int64_t>(scaled >= 0 ? (scaled + half) / tb_den : -((-scaled + half) / tb_den));
-  if (ms < 0) ms = 0;  // WebVTT has no negative times; a lead-in before zero starts at zero
+  // WebVTT has no negative times: a lead-in before zero starts at zero.
+  const int64_t ms = pts <= 0 ? 0 : av_rescale_rnd(pts, int64_t{tb_num} * 1000, tb_den, AV_ROUND_NEAR_INF);
   char text[48];
   std::snprintf(text, sizeof text, "%02" PRId64 ":%02" PRId64 ":%02" PRId64 ".%03" PRId64, ms / 3600000,
                 ms / 60000 % 60, ms / 1000 % 60, ms % 1000);

@@ -145,6 +145,10 @@ int RunConveyorctl(int argc, const char* const* argv, std::ostream& out, std::os
   transcode_cmd->add_flag("--no-seek", t.stream_only,
                           "Send a file front to back only, as from a pipe. By default a regular file is\n"
                           "sent seekable, so the daemon can read an MP4 whose moov follows mdat in place.");
+  transcode_cmd->add_flag("--no-faststart", t.no_faststart,
+                          "Leave a MOV file's moov (its index) after the frames, as the ffmpeg CLI does\n"
+                          "without -movflags +faststart. By default it goes in front, so that players and\n"
+                          "web servers can start at once; that costs one pass over the file at the end.");
   transcode_cmd->add_flag("--no-autorotate", t.no_autorotate,
                           "Keep the pixels as decoded for a rotated input (a phone's video): the orientation\n"
                           "goes into each JPEG's Exif tag, or MOV's display matrix. By default the frames are\n"

@@ -133,9 +133,12 @@ Status RunTranscode(const ClientOptions& client, const TranscodeOptions& options
     }
   }
   // A file can be written anywhere: the daemon then finishes the container as the ffmpeg
-  // CLI does (duration, index). stdout takes live output.
+  // CLI does (duration, index), and a MOV's moov goes in front, as with the CLI's
+  // -movflags +faststart. stdout takes live output.
   if (spec.output().has_container() && options.output != "-") {
-    spec.mutable_output()->mutable_container()->set_seekable(true);
+    v1::ContainerOutput* container = spec.mutable_output()->mutable_container();
+    container->set_seekable(true);
+    container->set_faststart(container->format() == v1::CONTAINER_FORMAT_MOV && !options.no_faststart);
   }
   ReadRequests requests;
 

@@ -35,6 +35,7 @@ struct TranscodeOptions {
   bool audio = false;                   // copy the first audio stream (container output)
   bool strict = false;                  // ContainerInput.strict: damaged input fails the call
   bool stream_only = false;             // --no-seek: send a file front to back, never seekable
+  bool no_faststart = false;            // --no-faststart: a MOV file keeps its moov after mdat
   bool keep_partial = false;            // --keep-partial: a failed call leaves what it wrote
   bool no_autorotate = false;           // --no-autorotate: JobSpec.autorotate = false
   std::string deinterlace = "auto";     // --deinterlace auto|on|off: JobSpec.deinterlace

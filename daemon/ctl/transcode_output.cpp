@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <tuple>
+#include <vector>
 
 #include "introspect_commands.h"
 #include "transcode_command.h"
@@ -30,10 +31,11 @@ StatusOr<std::pair<FILE*, std::string>> CreateTemporaryBeside(const std::string&
     const std::string name = "." + p.filename().string() + "." + std::to_string(getpid()) + "." +
                              std::to_string(counter++) + ".part";
     const std::string temp = (p.parent_path() / name).string();
-    const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    // Read too: a faststart MOV's moov is inserted by moving the bytes already written.
+    const int fd = open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0 && errno == EEXIST) continue;
     if (fd < 0) return FailedPrecondition(ErrnoText("cannot create " + path + " (as " + temp + ")"));
-    FILE* f = fdopen(fd, "wb");
+    FILE* f = fdopen(fd, "w+b");
     if (f == nullptr) {
       const int saved = errno;
       close(fd);
@@ -44,6 +46,24 @@ StatusOr<std::pair<FILE*, std::string>> CreateTemporaryBeside(const std::string&
     return std::make_pair(f, temp);
   }
   return FailedPrecondition("cannot create " + path + ": no free temporary name beside it");
+}
+
+// Makes room for `size` bytes at `offset` of a file that ends at `end`: the bytes from
+// offset to the end move on by size, copied from the end backwards so that nothing is
+// overwritten before it is read.
+Status MoveOn(int fd, uint64_t offset, uint64_t end, uint64_t size, const std::string& path) {
+  std::vector<char> block(std::min<uint64_t>(end - offset, 4 << 20));
+  for (uint64_t at = end; at > offset;) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(at - offset, block.size()));
+    at -= n;
+    if (pread(fd, block.data(), n, static_cast<off_t>(at)) != static_cast<ssize_t>(n)) {
+      return FailedPrecondition(ErrnoText("cannot read back " + path));
+    }
+    if (pwrite(fd, block.data(), n, static_cast<off_t>(at + size)) != static_cast<ssize_t>(n)) {
+      return FailedPrecondition(ErrnoText("cannot write " + path));
+    }
+  }
+  return OkStatus();
 }
 
 Status Rename(const std::string& from, const std::string& to) {
@@ -224,6 +244,13 @@ Status ContainerWriter::Add(const v1::ContainerChunk& c) {
   if (c.offset() > ends_[r]) {
     return Internal("the server sent bytes for offset " + std::to_string(c.offset()) + " past the end (" +
                     std::to_string(ends_[r]) + ") of " + path);
+  }
+  if (c.insert()) {
+    // faststart: the moov goes in front of what is there (ContainerChunk.insert).
+    if (std::fflush(files_[r]) != 0) return FailedPrecondition(ErrnoText("cannot write " + path));
+    RETURN_IF_ERROR(MoveOn(fileno(files_[r]), c.offset(), ends_[r], c.data().size(), path));
+    ends_[r] += c.data().size();
+    positions_[r] = ends_[r] + 1;  // the FILE's own position is stale: seek before the next write
   }
   if (c.offset() != positions_[r] && fseeko(files_[r], static_cast<off_t>(c.offset()), SEEK_SET) != 0) {
     return FailedPrecondition(ErrnoText("cannot seek in " + path));

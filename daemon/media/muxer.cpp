@@ -4,6 +4,7 @@
 #include "muxer.h"
 
 #include "display_orientation.h"
+#include "mov_faststart.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -37,8 +38,8 @@ bool ValidRational(AVRational r) { return r.num > 0 && r.den > 0; }
 
 const char* ContainerFormatName(ContainerFormat f) { return MuxerName(f); }
 
-ContainerMuxer::ContainerMuxer(const MuxerOptions& options, OffsetSink sink, bool seekable)
-    : options_(options), sink_(std::move(sink)), seekable_(seekable) {}
+ContainerMuxer::ContainerMuxer(const MuxerOptions& options, OffsetSink sink, bool seekable, InsertSink insert)
+    : options_(options), sink_(std::move(sink)), seekable_(seekable), insert_(std::move(insert)) {}
 
 ContainerMuxer::~ContainerMuxer() = default;
 
@@ -50,8 +51,11 @@ StatusOr<std::unique_ptr<ContainerMuxer>> ContainerMuxer::Open(const MuxerOption
 }
 
 StatusOr<std::unique_ptr<ContainerMuxer>> ContainerMuxer::OpenAt(const MuxerOptions& options, OffsetSink sink,
-                                                                 bool seekable) {
+                                                                 bool seekable, InsertSink insert) {
   if (!sink) return InvalidArgument("ContainerMuxer: no sink");
+  if (options.faststart && (options.format != ContainerFormat::kMov || !seekable || !insert)) {
+    return InvalidArgument("ContainerMuxer: faststart is for seekable MOV output with an InsertSink");
+  }
   if (options.width <= 0 || options.height <= 0 || options.width > 65535 || options.height > 65535) {
     return InvalidArgument("ContainerMuxer: bad frame size " + std::to_string(options.width) + "x" +
                            std::to_string(options.height));
@@ -64,7 +68,7 @@ StatusOr<std::unique_ptr<ContainerMuxer>> ContainerMuxer::OpenAt(const MuxerOpti
     return InvalidArgument("ContainerMuxer: audio passthrough needs audio_time_base");
   }
   if (options.avio_buffer_bytes < 4096) return InvalidArgument("ContainerMuxer: avio_buffer_bytes < 4096");
-  std::unique_ptr<ContainerMuxer> m(new ContainerMuxer(options, std::move(sink), seekable));
+  std::unique_ptr<ContainerMuxer> m(new ContainerMuxer(options, std::move(sink), seekable, std::move(insert)));
   RETURN_IF_ERROR(m->Init());
   return m;
 }
@@ -73,12 +77,38 @@ int ContainerMuxer::WriteCallback(void* opaque, uint8_t* buf, int size) {
   auto* self = static_cast<ContainerMuxer*>(opaque);
   if (!self->sink_status_.ok()) return AVERROR_EXTERNAL;
   if (size <= 0) return 0;
-  self->sink_status_ = self->sink_(self->position_, buf, static_cast<size_t>(size));
+  self->sink_status_ = self->Give(buf, static_cast<size_t>(size));
   if (!self->sink_status_.ok()) return AVERROR_EXTERNAL;
-  self->bytes_written_ += static_cast<uint64_t>(size);
   self->position_ += static_cast<uint64_t>(size);
   self->size_ = std::max(self->size_, self->position_);
   return size;
+}
+
+// Bytes for position_: to the sink, except what faststart keeps (the file's first box
+// header, and the moov the trailer writes at the end, which moves to the front).
+Status ContainerMuxer::Give(const uint8_t* data, size_t size) {
+  if (!options_.faststart) {
+    RETURN_IF_ERROR(sink_(position_, data, size));
+    bytes_written_ += size;
+    return OkStatus();
+  }
+  for (uint64_t at = position_; at < sizeof(head_) && at < position_ + size; ++at) {
+    head_[at] = data[at - position_];
+    head_len_ = std::max<size_t>(head_len_, at + 1);
+  }
+  // The moov's own size fields are written by seeking back within it.
+  const uint64_t end = position_ + size;
+  const size_t kept = end > moov_at_ ? static_cast<size_t>(end - std::max(position_, moov_at_)) : 0;
+  if (size > kept) {
+    RETURN_IF_ERROR(sink_(position_, data, size - kept));
+    bytes_written_ += size - kept;
+  }
+  if (kept > 0) {
+    const uint64_t from = std::max(position_, moov_at_) - moov_at_;
+    if (moov_.size() < from + kept) moov_.resize(from + kept);
+    std::memcpy(moov_.data() + from, data + (size - kept), kept);
+  }
+  return OkStatus();
 }
 
 // Called by the AVIOContext after it has flushed its buffer: moves where the next write
@@ -232,10 +262,40 @@ Status ContainerMuxer::WriteAudio(const AVPacket& packet) {
 Status ContainerMuxer::Finish() {
   if (finished_) return FailedPrecondition("ContainerMuxer::Finish called twice");
   finished_ = true;
+  if (options_.faststart) {
+    // Everything so far is mdat, once the interleaver has written the packets it holds;
+    // the trailer then fixes mdat's size and writes moov at the end, which is kept.
+    if (audio_ != nullptr) {
+      const int flushed = av_interleaved_write_frame(format_.get(), nullptr);
+      if (flushed < 0) return Failure(flushed, "av_interleaved_write_frame(flush)");
+    }
+    avio_flush(format_->pb);
+    if (format_->pb->error < 0) return Failure(format_->pb->error, "avio_flush");
+    moov_at_ = size_;
+  }
   const int err = av_write_trailer(format_.get());
   if (err < 0) return Failure(err, "av_write_trailer");
   avio_flush(format_->pb);
   if (format_->pb->error < 0) return Failure(format_->pb->error, "avio_flush");
+  if (options_.faststart) return MoveMoovToTheFront();
+  return OkStatus();
+}
+
+// ftyp | wide | mdat (| moov, kept here)  ->  ftyp | moov | wide | mdat: the moov, its
+// chunk offsets moved on by its own size, is inserted after ftyp.
+Status ContainerMuxer::MoveMoovToTheFront() {
+  if (head_len_ < 8 || std::memcmp(head_ + 4, "ftyp", 4) != 0) {
+    return Internal("faststart: the MOV does not start with ftyp");
+  }
+  const uint64_t ftyp_end = (uint64_t{head_[0]} << 24) | (uint64_t{head_[1]} << 16) | (uint64_t{head_[2]} << 8) |
+                            head_[3];
+  if (ftyp_end < 8 || ftyp_end > moov_at_) return Internal("faststart: ftyp's size is past the mdat");
+  ASSIGN_OR_RETURN(std::vector<uint8_t> front, MoovForTheFront(moov_.data(), moov_.size()));
+  // The sink has had nothing past moov_at_: the insert moves ftyp_end..moov_at_.
+  RETURN_IF_ERROR(insert_(ftyp_end, front.data(), front.size()));
+  bytes_written_ += front.size();
+  moov_.clear();
+  moov_.shrink_to_fit();
   return OkStatus();
 }
 

@@ -5,8 +5,8 @@
 // client that writes a file it can seek in takes seekable output instead (OpenAt):
 // the bytes come with their offset, and the muxer goes back to finish what it needs to,
 // as when the ffmpeg CLI writes a file: Matroska's duration, cues and seek head, a plain
-// MOV (one mdat, moov after it, as ffmpeg writes without +faststart: moving moov to the
-// front means reading the file back), AVI's idx1 index and frame counts.
+// MOV (one mdat, and moov after it or, with faststart, before it), AVI's idx1 index and
+// frame counts.
 #pragma once
 
 #include <cstddef>
@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ffmpeg_handles.h"
 #include "stage_orient.h"
@@ -54,6 +55,11 @@ struct MuxerOptions {
   // AudioStreamInfo), whose packets WriteAudio takes in audio_time_base.
   const AVCodecParameters* audio = nullptr;
   AVRational audio_time_base{0, 1};
+  // Seekable MOV only: moov goes before mdat, as with the ffmpeg CLI's -movflags
+  // +faststart, so a player can start before it has the whole file. Finish inserts the
+  // moov after ftyp (OpenAt's InsertSink): the writer of the file moves its bytes, where
+  // FFmpeg reads its own file back and writes it again.
+  bool faststart = false;
   int avio_buffer_bytes = 64 * 1024;  // bytes gathered before the sink is called, at most
 };
 
@@ -65,14 +71,17 @@ class ContainerMuxer {
   // Receives bytes to be written at `offset` of the file: mostly where the last ended,
   // sometimes back over bytes already written (a header, a size field).
   using OffsetSink = std::function<Status(uint64_t offset, const uint8_t* data, size_t size)>;
+  // Inserts `data` at `offset`: the file's bytes from offset to its end move on by size.
+  // Only faststart asks for it, once, last.
+  using InsertSink = std::function<Status(uint64_t offset, const uint8_t* data, size_t size)>;
 
   // Writes the container header (to the sink, possibly on the first frame's flush).
   static StatusOr<std::unique_ptr<ContainerMuxer>> Open(const MuxerOptions& options, Sink sink);
   // The same with each write's offset. `seekable`: the sink writes a file it can seek in,
   // and gets the container as the ffmpeg CLI writes one; otherwise live output, whose
-  // offsets always follow on.
+  // offsets always follow on. `insert` is required with options.faststart.
   static StatusOr<std::unique_ptr<ContainerMuxer>> OpenAt(const MuxerOptions& options, OffsetSink sink,
-                                                          bool seekable);
+                                                          bool seekable, InsertSink insert = nullptr);
 
   ContainerMuxer(const ContainerMuxer&) = delete;
   ContainerMuxer& operator=(const ContainerMuxer&) = delete;
@@ -90,8 +99,10 @@ class ContainerMuxer {
   uint64_t bytes_written() const { return bytes_written_; }
 
  private:
-  ContainerMuxer(const MuxerOptions& options, OffsetSink sink, bool seekable);
+  ContainerMuxer(const MuxerOptions& options, OffsetSink sink, bool seekable, InsertSink insert);
   Status Init();
+  Status Give(const uint8_t* data, size_t size);
+  Status MoveMoovToTheFront();
   Status Write(AVPacket* packet, const char* call);
   Status Failure(int err, const char* call) const;
   static int WriteCallback(void* opaque, uint8_t* buf, int size);
@@ -100,10 +111,17 @@ class ContainerMuxer {
   const MuxerOptions options_;
   OffsetSink sink_;
   const bool seekable_;
+  InsertSink insert_;
   Status sink_status_;
   uint64_t bytes_written_ = 0;  // all the sink was given, rewrites included
   uint64_t position_ = 0;       // where the next write goes
   uint64_t size_ = 0;           // the file's size: the furthest any write reached
+  // faststart: the file's first box header (ftyp's size), and the trailer's moov, kept
+  // here instead of going to the sink from moov_at_ on.
+  uint8_t head_[8] = {};
+  size_t head_len_ = 0;
+  uint64_t moov_at_ = UINT64_MAX;
+  std::vector<uint8_t> moov_;
 
   AvioContextPtr avio_;  // declared first: freed after the format context
   OutputFormatPtr format_;

@@ -231,6 +231,15 @@ StatusOr<Job> ParseJobSpec(const v1::JobSpec& spec, const JobLimits& limits) {
       default: return InvalidArgument("spec.output.container.format: unknown value");
     }
     job.container_seekable = spec.output().container().seekable();
+    job.container_faststart = spec.output().container().faststart();
+    if (job.container_faststart && job.container != media::ContainerFormat::kMov) {
+      return InvalidArgument(std::string("spec.output.container.faststart: only for MOV, not ") +
+                             media::ContainerFormatName(job.container));
+    }
+    if (job.container_faststart && !job.container_seekable) {
+      return InvalidArgument("spec.output.container.faststart: needs seekable output "
+                             "(spec.output.container.seekable): the moov is inserted at the front at the end");
+    }
   }
   if (spec.has_output() && spec.output().has_frames()) {
     const uint32_t slots = spec.output().frames().shared_memory_slots();

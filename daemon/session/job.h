@@ -58,6 +58,7 @@ struct Job {
   // The client writes each chunk at its offset (ContainerOutput.seekable): the muxer goes
   // back to finish the container (ContainerMuxer::OpenAt).
   bool container_seekable = false;
+  bool container_faststart = false;  // ContainerOutput.faststart: MOV's moov before mdat
   bool audio = false;
   bool autorotate = true;  // JobSpec.autorotate (absent: true)
   enum class Deinterlace { kAuto, kOn, kOff } deinterlace = Deinterlace::kAuto;  // JobSpec.deinterlace

@@ -112,18 +112,25 @@ Status Session::BeginOutput(int width, int height, int rate_num, int rate_den, i
     mo.audio = audio;
     mo.audio_time_base = audio_time_base;
     const uint32_t index = static_cast<uint32_t>(i);
-    auto sink = [this, index](uint64_t offset, const uint8_t* data, size_t size) -> Status {
-      v1::TranscodeResponse chunk;
-      chunk.mutable_container_chunk()->set_rendition(index);
-      chunk.mutable_container_chunk()->set_data(data, size);
-      chunk.mutable_container_chunk()->set_offset(offset);
-      bytes_out_ += size;
-      meter_.BytesOut(size);
-      Send(std::move(chunk));
-      return OkStatus();
+    // Container bytes for the client's file: written at offset, or inserted there.
+    auto chunks = [this, index](bool insert) {
+      return [this, index, insert](uint64_t offset, const uint8_t* data, size_t size) -> Status {
+        v1::TranscodeResponse chunk;
+        v1::ContainerChunk* c = chunk.mutable_container_chunk();
+        c->set_rendition(index);
+        c->set_data(data, size);
+        c->set_offset(offset);
+        c->set_insert(insert);
+        bytes_out_ += size;
+        meter_.BytesOut(size);
+        Send(std::move(chunk));
+        return OkStatus();
+      };
     };
+    mo.faststart = job_.container_faststart;
     ASSIGN_OR_RETURN(std::unique_ptr<media::ContainerMuxer> m,
-                     media::ContainerMuxer::OpenAt(mo, std::move(sink), job_.container_seekable));
+                     media::ContainerMuxer::OpenAt(mo, chunks(false), job_.container_seekable,
+                                                   media::ContainerMuxer::InsertSink(chunks(true))));
     muxers_.push_back(std::move(m));
   }
   return OkStatus();

@@ -56,6 +56,12 @@ v1::TranscodeResponse Chunk(uint32_t rendition, const std::string& data, uint64_
   return r;
 }
 
+v1::TranscodeResponse Insert(uint32_t rendition, const std::string& data, uint64_t offset) {
+  v1::TranscodeResponse r = Chunk(rendition, data, offset);
+  r.mutable_container_chunk()->set_insert(true);
+  return r;
+}
+
 v1::TranscodeResponse Started() {
   v1::TranscodeResponse r;
   v1::Started* s = r.mutable_started();
@@ -433,6 +439,43 @@ TEST_F(ConveyorctlTest, AContainerFileIsSeekableOutputWrittenAtEachOffset) {
   EXPECT_EQ(Run({"transcode", Path("in.mp4"), "-o", Path("hole.mov")}), kExitFailed);
   EXPECT_NE(err_.find("past the end"), std::string::npos) << err_;
   EXPECT_FALSE(std::filesystem::exists(Path("hole.mov")));
+}
+
+// A MOV file asks for faststart, and the moov chunk is inserted: what was written after
+// its offset moves on, across several of the copy's blocks.
+TEST_F(ConveyorctlTest, AMovFileAsksForFaststartAndInsertsTheMoov) {
+  WriteWholeFile(Path("in.mp4"), "container");
+  // The container output asked for by the last call.
+  auto asked = [this] {
+    const std::vector<v1::TranscodeRequest> requests = fake_.Requests();
+    for (auto r = requests.rbegin(); r != requests.rend(); ++r) {
+      if (r->has_spec()) return r->spec().output().container();
+    }
+    return v1::ContainerOutput();
+  };
+  const std::string body = Pattern(9 * kMiB + 123, 3);
+  const size_t third = body.size() / 3;
+  fake_.responses = {Started(), Chunk(0, body.substr(0, third), 0), Chunk(0, body.substr(third, third), third),
+                     Chunk(0, body.substr(2 * third), 2 * third), Insert(0, "MOOV", 20), Summary()};
+  ASSERT_EQ(Run({"transcode", Path("in.mp4"), "-o", Path("out.mov")}), 0) << err_;
+  EXPECT_TRUE(asked().faststart());
+  const std::string out = ReadWholeFile(Path("out.mov"));
+  EXPECT_TRUE(out == body.substr(0, 20) + "MOOV" + body.substr(20)) << "the insert did not move the bytes on";
+
+  ASSERT_EQ(Run({"transcode", Path("in.mp4"), "-o", Path("end.mov"), "--no-faststart"}), 0) << err_;
+  EXPECT_TRUE(asked().seekable());
+  EXPECT_FALSE(asked().faststart());
+  fake_.responses = {Started(), Chunk(0, "abc", 0), Summary()};
+  ASSERT_EQ(Run({"transcode", Path("in.mp4"), "-o", Path("out.mkv")}), 0) << err_;
+  EXPECT_FALSE(asked().faststart()) << "faststart is MOV's";
+  ASSERT_EQ(Run({"transcode", Path("in.mp4"), "-o", "-", "--container", "mov"}), 0) << err_;
+  EXPECT_FALSE(asked().faststart()) << "stdout cannot be moved in";
+
+  // An insert past the end is the server's fault, and leaves no file.
+  fake_.responses = {Started(), Chunk(0, "abc", 0), Insert(0, "d", 5), Summary()};
+  EXPECT_EQ(Run({"transcode", Path("in.mp4"), "-o", Path("bad.mov")}), kExitFailed);
+  EXPECT_NE(err_.find("past the end"), std::string::npos) << err_;
+  EXPECT_FALSE(std::filesystem::exists(Path("bad.mov")));
 }
 
 TEST_F(ConveyorctlTest, ServerErrorsBecomeExitCodeAndMessage) {

@@ -1,6 +1,7 @@
 // End-to-end: conveyorctl writing a container to a file gets it finished as the ffmpeg CLI
 // finishes one (ContainerOutput.seekable): a duration, an index to seek with, MOV not
-// fragmented; and the same JPEG payloads as the live output that goes to stdout.
+// fragmented and with its moov in front (+faststart); and the same JPEG payloads as the
+// live output that goes to stdout.
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -57,6 +58,8 @@ class FinishedContainerTest : public ::testing::TestWithParam<std::string> {
     return Run("ffmpeg -v error -i " + path + " -map 0:v -c copy -f framemd5 - | grep -v '^#' | sed 's/.*,//'");
   }
 
+  std::string TopLevelBoxes(const std::string& path);
+
   DaemonProcess daemon_;
   std::string dir_;
 };
@@ -81,7 +84,42 @@ TEST_P(FinishedContainerTest, AFileGetsItsDurationAndIndexAndTheLivePayloads) {
   EXPECT_EQ(Run("ffmpeg -v error -ss 3 -i " + file + " -f framemd5 - | grep -vc '^#'"), "25") << ext;
   if (ext == "mov") {
     EXPECT_EQ(Run("grep -c moof " + file), "0") << "a plain MOV has no fragments";
+    EXPECT_EQ(TopLevelBoxes(file), "ftyp moov wide mdat") << "the moov goes in front (+faststart)";
   }
+}
+
+// The top-level boxes of an MP4/MOV in file order, as FFmpeg's demuxer reads them.
+std::string FinishedContainerTest::TopLevelBoxes(const std::string& path) {
+  return Run("ffprobe -v trace " + path + " 2>&1 | sed -n \"s/.*type:'\\(....\\)' parent:'root'.*/\\1/p\" | xargs");
+}
+
+// --no-faststart leaves the moov after mdat, as the ffmpeg CLI writes a MOV by default,
+// and the CLI's own +faststart of that file puts the same bytes after its moov as ours.
+TEST_F(FinishedContainerTest, NoFaststartLeavesTheMoovAtTheEndAndTheCliMovesItAsWeDo) {
+  const std::string fast = dir_ + "/fast.mov", end = dir_ + "/end.mov", cli = dir_ + "/cli.mov";
+  ASSERT_EQ(Shell(Ctl() + " -o " + fast + " > /dev/null 2>" + dir_ + "/err"), 0) << ReadText(dir_ + "/err");
+  ASSERT_EQ(Shell(Ctl() + " -o " + end + " --no-faststart > /dev/null 2>" + dir_ + "/err"), 0)
+      << ReadText(dir_ + "/err");
+  EXPECT_EQ(TopLevelBoxes(end), "ftyp wide mdat moov");
+  EXPECT_EQ(TopLevelBoxes(fast), "ftyp moov wide mdat");
+  EXPECT_EQ(PacketSums(fast), PacketSums(end));
+  ASSERT_EQ(Shell("ffmpeg -v error -i " + end + " -c copy -movflags +faststart " + cli), 0);
+  EXPECT_EQ(TopLevelBoxes(cli), "ftyp moov wide mdat");
+  // The bytes from wide on: the file less ftyp and moov, whose sizes lead each box.
+  auto after_moov = [](const std::string& bytes) {
+    auto be32 = [&](size_t at) {
+      if (at + 4 > bytes.size()) return bytes.size();
+      size_t v = 0;
+      for (size_t i = 0; i < 4; ++i) v = (v << 8) | static_cast<uint8_t>(bytes[at + i]);
+      return v;
+    };
+    const size_t ftyp = be32(0);
+    const size_t moov = be32(ftyp);
+    return ftyp + moov <= bytes.size() ? bytes.substr(ftyp + moov) : std::string();
+  };
+  const std::string ours = after_moov(ReadText(fast));
+  EXPECT_GT(ours.size(), 100000u);
+  EXPECT_TRUE(ours == after_moov(ReadText(cli))) << "wide and mdat differ from the CLI's +faststart";
 }
 
 INSTANTIATE_TEST_SUITE_P(Containers, FinishedContainerTest, ::testing::Values("mkv", "mov", "avi"),

@@ -576,6 +576,13 @@ def bad_inputs(ctx):
     r0 = [pb.RenditionSpec()]
     yuv_64x48 = bytes(range(256)) * 18  # 4608 = 64*48*3/2
 
+    def faststart_spec(container_format, seekable):
+        spec = container_spec(pb, r0)
+        spec.output.container.format = container_format
+        spec.output.container.seekable = seekable
+        spec.output.container.faststart = True
+        return spec
+
     calls = {
         "garbage": (container_spec(pb, r0), lambda: h.bytes_requests(pb, garbage, 16384)),
         "truncated_mkv": (container_spec(pb, r0), lambda: h.bytes_requests(pb, half, 16384)),
@@ -590,6 +597,8 @@ def bad_inputs(ctx):
         "raw_0x0": (raw_spec(pb, pb.PIXEL_FORMAT_YUV420P, 0, 0, renditions=r0), lambda: iter(())),
         "raw_100000x100000": (raw_spec(pb, pb.PIXEL_FORMAT_YUV420P, 100000, 100000, renditions=r0), lambda: iter(())),
         "no_renditions": (container_spec(pb, []), lambda: h.container_requests(pb, good_src)),
+        "faststart_mkv": (faststart_spec(pb.CONTAINER_FORMAT_MATROSKA, True), lambda: h.container_requests(pb, good_src)),
+        "faststart_live": (faststart_spec(pb.CONTAINER_FORMAT_MOV, False), lambda: h.container_requests(pb, good_src)),
     }
     # The good session sends the first half of its file, then holds until every bad session
     # has ended, then sends the rest: so it is open all through them, whatever the load.
@@ -646,6 +655,8 @@ def bad_inputs(ctx):
     expect("raw_0x0", INVALID, ["spec.raw.width", "spec.raw.height"])
     expect("raw_100000x100000", INVALID, ["spec.raw.width", "spec.raw.height"])
     expect("no_renditions", INVALID, ["spec.renditions"])
+    expect("faststart_mkv", INVALID, ["spec.output.container.faststart: only for MOV"])
+    expect("faststart_live", INVALID, ["spec.output.container.faststart: needs seekable output"])
 
     # Truncated mid-stream (Matroska cut at half its bytes, inside a cluster). A live stream
     # that ends early looks like this, and the bytes before the cut are valid, so the right

@@ -192,6 +192,30 @@ Status WriteFile(const std::string& path, const std::vector<uint8_t>& data) {
   return out ? OkStatus() : Internal("cannot write " + path);
 }
 
+StatusOr<std::vector<std::string>> ProbeTopLevelBoxes(const std::string& path) {
+  // The demuxer logs each box it reads at trace level, on stderr.
+  ASSIGN_OR_RETURN(std::string trace, RunTool({"/bin/sh", "-c", std::string(kFfprobe) + " -v trace '" + path + "' 2>&1"}));
+  std::vector<std::string> types;
+  std::istringstream in(trace);
+  for (std::string line; std::getline(in, line);) {
+    const size_t type = line.find("type:'");
+    if (type == std::string::npos || line.find("parent:'root'") == std::string::npos) continue;
+    types.push_back(line.substr(type + 6, 4));
+  }
+  return types;
+}
+
+StatusOr<std::vector<std::string>> PacketSums(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string text, RunTool({kFfmpeg, "-v", "error", "-i", path, "-map", "0", "-c", "copy", "-f",
+                                              "framemd5", "-"}));
+  std::vector<std::string> sums;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line[0] != '#') sums.push_back(line.substr(line.rfind(',') + 1));
+  }
+  return sums;
+}
+
 StatusOr<std::vector<ProbedStream>> ProbeStreams(const std::string& path) {
   ASSIGN_OR_RETURN(const std::string out, Ffprobe({"-count_frames", "-count_packets", "-show_streams", "-of",
                                                    "default=nw=0", path}));

@@ -44,6 +44,11 @@ conveyor::Status WriteFile(const std::string& path, const std::vector<uint8_t>& 
 // key=value pairs such as codec_name, width, nb_read_frames, nb_read_packets.
 using ProbedStream = std::map<std::string, std::string>;
 conveyor::StatusOr<std::vector<ProbedStream>> ProbeStreams(const std::string& path);
+// The top-level boxes of an MP4/MOV as FFmpeg's mov demuxer walks them (ffprobe -v
+// trace): their types in file order, such as {"ftyp", "moov", "wide", "mdat"}.
+conveyor::StatusOr<std::vector<std::string>> ProbeTopLevelBoxes(const std::string& path);
+// The md5 of each packet of every stream, in file order (ffmpeg -c copy -f framemd5).
+conveyor::StatusOr<std::vector<std::string>> PacketSums(const std::string& path);
 // pts_time of each packet of the first video stream, in file order.
 conveyor::StatusOr<std::vector<double>> ProbeVideoPacketTimes(const std::string& path);
 

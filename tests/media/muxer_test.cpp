@@ -80,6 +80,13 @@ Transcoded Transcode(const std::string& input, MuxerOptions options, bool audio,
     std::copy(data, data + size, output.begin() + static_cast<std::ptrdiff_t>(offset));
     return OkStatus();
   };
+  // ContainerChunk.insert as a client carries it out: the bytes from offset on move.
+  auto insert_sink = [&](uint64_t offset, const uint8_t* data, size_t size) -> Status {
+    ++t.sink_calls;
+    if (offset > output.size()) return conveyor::Internal("an insert past the end");
+    output.insert(output.begin() + static_cast<std::ptrdiff_t>(offset), data, data + size);
+    return OkStatus();
+  };
   DecodeSetup setup;
   setup.options.audio = audio;
   setup.on_open = [&](ContainerDecoder& decoder) -> Status {
@@ -92,7 +99,7 @@ Transcoded Transcode(const std::string& input, MuxerOptions options, bool audio,
       options.audio_time_base = decoder.audio()->time_base;
     }
     if (seekable) {
-      ASSIGN_OR_RETURN(muxer, ContainerMuxer::OpenAt(options, offset_sink, true));
+      ASSIGN_OR_RETURN(muxer, ContainerMuxer::OpenAt(options, offset_sink, true, insert_sink));
     } else {
       ASSIGN_OR_RETURN(muxer, ContainerMuxer::Open(options, sink));
     }
@@ -175,16 +182,10 @@ INSTANTIATE_TEST_SUITE_P(Formats, MuxContainer,
                            return std::string(conveyor::media::ContainerFormatName(p.param));
                          });
 
-// The video packets of `path`: their md5 sums, in order (ffmpeg -c copy -f framemd5).
+// The packets' md5 sums, or nothing when ffmpeg cannot read the file.
 std::vector<std::string> PacketSums(const std::string& path) {
-  auto text = media_test::RunTool({"/usr/bin/ffmpeg", "-v", "error", "-i", path, "-map", "0:v", "-c", "copy", "-f", "framemd5", "-"});
-  std::vector<std::string> sums;
-  if (!text.ok()) return sums;
-  std::istringstream in(*text);
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && line[0] != '#') sums.push_back(line.substr(line.rfind(',') + 1));
-  }
-  return sums;
+  auto sums = media_test::PacketSums(path);
+  return sums.ok() ? *sums : std::vector<std::string>{};
 }
 
 bool Holds(const std::vector<uint8_t>& file, const std::string& bytes) {
@@ -237,6 +238,70 @@ INSTANTIATE_TEST_SUITE_P(Formats, MuxSeekable,
                          [](const ::testing::TestParamInfo<ContainerFormat>& p) {
                            return std::string(conveyor::media::ContainerFormatName(p.param));
                          });
+
+// faststart: moov before mdat, as the ffmpeg CLI's -movflags +faststart puts it. The
+// packets are those of the plain MOV, and everything after the moov is byte for byte what
+// the CLI writes when it moves the plain file's moov to the front itself.
+TEST(Muxer, FaststartMovHasMoovBeforeMdatAsTheCliWritesIt) {
+  REQUIRE_X264();
+  for (const bool audio : {false, true}) {
+    SCOPED_TRACE(audio ? "with audio" : "video only");
+    auto input = audio ? H264Input("fast_in_audio.mkv", {"-map", "0:v", "-map", "1:a", "-c:a", "aac"},
+                                   {"sine=frequency=440:sample_rate=48000:duration=0.4"})
+                       : H264Input("fast_in.mkv");
+    ASSERT_TRUE(input.ok()) << input.status().ToString();
+    const std::string tag = audio ? "_audio" : "";
+    MuxerOptions options;
+    options.format = ContainerFormat::kMov;
+    const Transcoded plain = Transcode(*input, options, audio, "plain" + tag + ".mov", true);
+    options.faststart = true;
+    const Transcoded fast = Transcode(*input, options, audio, "fast" + tag + ".mov", true);
+    ASSERT_TRUE(plain.status.ok()) << plain.status.ToString();
+    ASSERT_TRUE(fast.status.ok()) << fast.status.ToString();
+
+    auto plain_boxes = media_test::ProbeTopLevelBoxes(plain.path);
+    auto fast_boxes = media_test::ProbeTopLevelBoxes(fast.path);
+    ASSERT_TRUE(plain_boxes.ok() && fast_boxes.ok());
+    EXPECT_EQ(*plain_boxes, (std::vector<std::string>{"ftyp", "wide", "mdat", "moov"}));
+    EXPECT_EQ(*fast_boxes, (std::vector<std::string>{"ftyp", "moov", "wide", "mdat"}));
+    const std::vector<std::string> sums = PacketSums(fast.path);
+    EXPECT_GE(sums.size(), static_cast<size_t>(kFrames));
+    EXPECT_EQ(sums, PacketSums(plain.path));
+
+    const std::string cli = media_test::TempDir() + "/cli_fast" + tag + ".mov";
+    ASSERT_TRUE(media_test::Ffmpeg({"-i", plain.path, "-map", "0", "-c", "copy", "-movflags", "+faststart", cli}).ok());
+    auto ours = media_test::ReadFile(fast.path);
+    auto theirs = media_test::ReadFile(cli);
+    auto plain_bytes = media_test::ReadFile(plain.path);
+    ASSERT_TRUE(ours.ok() && theirs.ok() && plain_bytes.ok());
+    // ftyp | moov | wide | mdat: from wide on the two files are the same.
+    auto be32 = [](const std::vector<uint8_t>& b, size_t at) {
+      return (size_t{b[at]} << 24) | (size_t{b[at + 1]} << 16) | (size_t{b[at + 2]} << 8) | b[at + 3];
+    };
+    const size_t ftyp = be32(*ours, 0);
+    const size_t tail = ours->size() - ftyp - be32(*ours, ftyp);
+    ASSERT_LT(tail, theirs->size());
+    EXPECT_TRUE(std::equal(ours->end() - static_cast<std::ptrdiff_t>(tail), ours->end(),
+                           theirs->end() - static_cast<std::ptrdiff_t>(tail)))
+        << "wide and mdat differ from the CLI's +faststart file";
+    EXPECT_EQ(ours->size(), plain_bytes->size()) << "the moov moved, and no table needed 64 bits";
+  }
+}
+
+TEST(Muxer, FaststartIsForSeekableMovWithAnInsertSink) {
+  MuxerOptions options;
+  options.width = 64;
+  options.height = 64;
+  options.faststart = true;
+  auto sink = [](uint64_t, const uint8_t*, size_t) { return OkStatus(); };
+  auto insert = [](uint64_t, const uint8_t*, size_t) { return OkStatus(); };
+  options.format = ContainerFormat::kMatroska;
+  EXPECT_EQ(ContainerMuxer::OpenAt(options, sink, true, insert).status().code(), StatusCode::kInvalidArgument);
+  options.format = ContainerFormat::kMov;
+  EXPECT_EQ(ContainerMuxer::OpenAt(options, sink, false, insert).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ContainerMuxer::OpenAt(options, sink, true).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(ContainerMuxer::OpenAt(options, sink, true, insert).ok());
+}
 
 // Irregular frame times survive into Matroska and MOV (AVI has one constant rate).
 TEST(Muxer, KeepsVariableFrameRateTimestamps) {

@@ -162,6 +162,18 @@ def shared_memory_matches_messages(ctx, conveyor):
         off.stop()
 
 
+def top_level_boxes(path):
+    """The MP4/MOV's top-level box types in file order, as FFmpeg's demuxer walks them."""
+    trace = subprocess.run(["ffprobe", "-v", "trace", path], capture_output=True, text=True).stderr
+    return re.findall(r"type:'(....)' parent:'root'", trace)
+
+
+def packet_sums(path):
+    out = subprocess.run(["ffmpeg", "-v", "error", "-i", path, "-map", "0", "-c", "copy", "-f", "framemd5", "-"],
+                         capture_output=True, text=True, check=True).stdout
+    return [line.rsplit(",", 1)[-1].strip() for line in out.splitlines() if line and not line.startswith("#")]
+
+
 @case
 def transcode_to_containers(ctx, conveyor):
     """transcode() writes finished Matroska, MOV and AVI files (seekable output) that ffprobe
@@ -175,6 +187,16 @@ def transcode_to_containers(ctx, conveyor):
         check(codec == "mjpeg" and (w, h) == (160, 90), "%s: %s %dx%d" % (name, codec, w, h))
         check(count == 30 and result.summary.frames_out == 30, "%s: %d frames, want 30" % (name, count))
         check(duration is not None and abs(duration - 1.2) < 0.1, "%s: duration %s, want 1.2 s" % (name, duration))
+    # A path's MOV has its moov in front (faststart); a file object that cannot be read
+    # back keeps it at the end. Both hold the same packets.
+    with open(ctx.path("end.mov"), "wb") as write_only:
+        conveyor.transcode(src, write_only, target=ctx.target, size=(160, 0), max_frames=30)
+    boxes = {name: top_level_boxes(ctx.path(name)) for name in ("out.mov", "end.mov")}
+    log("top-level boxes: %s" % boxes)
+    check(boxes["out.mov"] == ["ftyp", "moov", "wide", "mdat"], "out.mov: %s, want moov before mdat" % boxes["out.mov"])
+    check(boxes["end.mov"] == ["ftyp", "wide", "mdat", "moov"], "end.mov: %s, want moov after mdat" % boxes["end.mov"])
+    check(packet_sums(ctx.path("out.mov")) == packet_sums(ctx.path("end.mov")),
+          "the faststart MOV's packets differ from the plain one's")
     r, w = os.pipe()
     with os.fdopen(w, "wb") as pipe_out, os.fdopen(r, "rb") as pipe_in:
         got = {}

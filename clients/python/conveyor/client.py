@@ -69,6 +69,25 @@ def job_spec(size=(0, 0), quality=0, fps=None, start=None, end=None, duration=No
     return spec
 
 
+def _make_room(out, offset, size, block=4 << 20):
+    """ContainerChunk.insert: moves the file's bytes from offset to its end on by size,
+    from the end backwards, so that nothing is overwritten before it is read."""
+    end = out.seek(0, os.SEEK_END)
+    if offset > end:
+        raise ConveyorError(grpc.StatusCode.INTERNAL, "the server inserted bytes at %d, past the end (%d)" %
+                            (offset, end))
+    at = end
+    while at > offset:
+        n = min(block, at - offset)
+        at -= n
+        out.seek(at)
+        data = out.read(n)
+        if len(data) != n:
+            raise ConveyorError(grpc.StatusCode.INTERNAL, "could not read back %d bytes at %d" % (n, at))
+        out.seek(at + size)
+        out.write(data)
+
+
 class Frames:
     """The JPEGs of one Transcode call, as (pts_seconds, jpeg_bytes) in output order.
     close() (or leaving a `with` block) cancels the call if it is still going.
@@ -217,7 +236,9 @@ class Client:
         """Writes an MJPEG container of `input` to `output` (a path or a binary file
         object). format: "matroska"/"mkv", "mov" or "avi"; None takes it from output's
         extension. A path or a seekable file gets a finished container (Matroska with
-        duration and cues, MOV with its moov, AVI with its index); a pipe gets live output.
+        duration and cues, MOV with its moov in front as with ffmpeg's -movflags
+        +faststart when the file can also be read, AVI with its index); a pipe gets live
+        output.
         audio copies the input's audio. Returns a Result with the daemon's Summary; on an
         error, a file made at a path is removed."""
         if format is None:
@@ -232,13 +253,17 @@ class Client:
             raise ValueError("format: one of %s, not %r" % (sorted(FORMAT_NAMES), format))
         spec = job_spec(size, quality, fps, start, end, duration, max_frames, keyframes_only, format_hint, label)
         spec.audio_passthrough = audio
-        owned = open(output, "wb") if isinstance(output, (str, os.PathLike)) else None
+        # Read too: a MOV's moov is inserted in front of what was written (faststart).
+        owned = open(output, "w+b") if isinstance(output, (str, os.PathLike)) else None
         out = owned or output
         done = False
         try:
             seekable = bool(getattr(out, "seekable", lambda: False)())
+            readable = bool(getattr(out, "readable", lambda: False)())
             spec.output.container.format = container_format
             spec.output.container.seekable = seekable
+            spec.output.container.faststart = (seekable and readable and
+                                               container_format == pb.CONTAINER_FORMAT_MOV)
             source = Source(input)
             spec.container.seekable = source.seekable
             spec.container.size = source.size
@@ -253,9 +278,12 @@ class Client:
                     elif kind == "started":
                         started = resp.started
                     elif kind == "container_chunk":
+                        chunk = resp.container_chunk
+                        if chunk.insert:
+                            _make_room(out, chunk.offset, len(chunk.data))
                         if seekable:
-                            out.seek(resp.container_chunk.offset)
-                        out.write(resp.container_chunk.data)
+                            out.seek(chunk.offset)
+                        out.write(chunk.data)
                     elif kind == "summary":
                         summary = resp.summary
                         requests.stop()

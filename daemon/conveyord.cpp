@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -175,12 +176,18 @@ int Run(int argc, char** argv) {
   LogIfError(notifier.Ready(monitor.SampleStatus()));
   monitor.Start();
 
-  // grpc.health.v1 follows readiness (as /readyz does), checked on every tick; Watch
-  // streams each change.
+  // grpc.health.v1 follows readiness (as /readyz does): at once on each change the
+  // session manager reports (the cap reached, the drain), and on every tick as well;
+  // Watch streams each change.
+  std::mutex serving_mu;
   bool serving = true;
-  auto follow_readiness = [&] {
-    const bool ready = sessions.Ready().ok();  // takes the session manager's lock: it is not stuck
+  auto set_serving = [&](bool ready) {
+    std::lock_guard<std::mutex> lock(serving_mu);
     if (ready != serving) (*server)->SetServing(serving = ready);
+  };
+  sessions.SetReadinessListener(set_serving);
+  auto follow_readiness = [&] {
+    set_serving(sessions.Ready().ok());  // takes the session manager's lock: it is not stuck
   };
   SignalWaiter::Received received{};
   for (;;) {
@@ -197,9 +204,9 @@ int Run(int argc, char** argv) {
   drain.timeout_s = reloader.running().drain_timeout_s;
   spdlog::info("signal {}: draining ({} sessions, up to {} s; a second signal ends it)", received.signal_number,
                sessions.active(), drain.timeout_s);
-  sessions.StartDrain();
-  (*server)->SetServing(false);
+  sessions.StartDrain();  // NOT_SERVING from here on
   Drain(drain, &sessions, &signals, &notifier, &monitor, &main_loop);
+  sessions.SetReadinessListener(nullptr);
   (*server)->Shutdown(2.0);
   (*observability)->Stop();
   monitor.Stop();

@@ -48,17 +48,41 @@ Status LoadClientSecurity(const std::string& ca_file, const std::string& cert_fi
   return OkStatus();
 }
 
-std::shared_ptr<grpc::Channel> MakeChannel(const ClientOptions& client) {
-  if (!client.tls || client.target.kind != config::ListenAddress::Kind::kTcp) {
-    return grpc::CreateChannel(client.target.GrpcTarget(), grpc::InsecureChannelCredentials());
+Status ParseTarget(const std::string& text, ClientOptions* client) {
+  for (const char* scheme : {"dns:", "ipv4:", "ipv6:"}) {
+    if (text.rfind(scheme, 0) != 0) continue;
+    const std::string rest = text.substr(std::string(scheme).size());
+    if (rest.empty() || rest == "///") return InvalidArgument("'" + text + "': no address after " + scheme);
+    client->balanced_target = text;
+    return OkStatus();
   }
+  ASSIGN_OR_RETURN(client->target, config::ParseListenAddress(text));
+  client->balanced_target.clear();
+  return OkStatus();
+}
+
+std::string TargetText(const ClientOptions& client) {
+  return client.balanced() ? client.balanced_target : client.target.ToString();
+}
+
+// Round robin over the addresses the target resolves to, each in the pick set while its
+// grpc.health.v1 Watch for the service says SERVING (gRPC's client-side health checking).
+constexpr const char* kBalancedServiceConfig =
+    R"({"loadBalancingConfig": [{"round_robin": {}}],)"
+    R"( "healthCheckConfig": {"serviceName": "conveyor.v1.Transcoder"}})";
+
+std::shared_ptr<grpc::Channel> MakeChannel(const ClientOptions& client) {
+  grpc::ChannelArguments args;
+  if (client.balanced()) args.SetServiceConfigJSON(kBalancedServiceConfig);
+  const std::string target = client.balanced() ? client.balanced_target : client.target.GrpcTarget();
+  const bool tcp = client.balanced() || client.target.kind == config::ListenAddress::Kind::kTcp;
+  if (!client.tls || !tcp) return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
   grpc::SslCredentialsOptions ssl;
   ssl.pem_root_certs = client.tls_root_pem;
   ssl.pem_cert_chain = client.tls_cert_pem;
   ssl.pem_private_key = client.tls_key_pem;
-  grpc::ChannelArguments args;
   if (!client.tls_server_name.empty()) args.SetSslTargetNameOverride(client.tls_server_name);
-  return grpc::CreateCustomChannel(client.target.GrpcTarget(), grpc::SslCredentials(ssl), args);
+  return grpc::CreateCustomChannel(target, grpc::SslCredentials(ssl), args);
 }
 
 void PrepareCall(grpc::ClientContext* context, const ClientOptions& client) {
@@ -122,8 +146,12 @@ Status RpcError(const grpc::Status& s, const ClientOptions& client) {
                                   "trusts with --tls-cert and --tls-key"
                                 : "it may have refused the certificate in --tls-cert: is it signed by the CA in "
                                   "the server's server.tls_client_ca_file?";
-    return Status(st.code(), st.message() + " (the server at " + client.target.ToString() +
+    return Status(st.code(), st.message() + " (the server at " + TargetText(client) +
                                  " closed the connection during the TLS handshake; " + why + ")");
+  }
+  if (client.balanced()) {
+    return Status(st.code(), st.message() + " (no conveyord of " + client.balanced_target +
+                                 " is reachable and serving: each is gone, draining or at its session cap)");
   }
   return Status(st.code(), st.message() + " (is conveyord listening on " + client.target.ToString() + "?)");
 }

@@ -18,6 +18,12 @@ namespace conveyor::ctl {
 
 struct ClientOptions {
   config::ListenAddress target = DefaultTarget();  // where conveyord listens (default_target.h)
+  // Several daemons as one service: a gRPC name-resolver target, "dns:///HOST:PORT" (every
+  // address HOST resolves to) or "ipv4:A:P,B:P" / "ipv6:[A]:P,...". Calls then go round
+  // robin over the daemons whose grpc.health.v1 says SERVING for conveyor.v1.Transcoder,
+  // so one draining or at its cap drops out of the pick set. "": `target` alone.
+  std::string balanced_target;
+  bool balanced() const { return !balanced_target.empty(); }
   double timeout_s = 0;  // deadline of each call, in seconds; 0: none
   bool tls = false;             // TLS to a TCP target (--tls-ca)
   std::string tls_root_pem;     // CA certificates that verify the server
@@ -32,7 +38,14 @@ struct ClientOptions {
 Status LoadClientSecurity(const std::string& ca_file, const std::string& cert_file, const std::string& key_file,
                           const std::string& token_file, ClientOptions* client);
 
-// A channel with gRPC's default message limits: TLS when client.tls, else plaintext.
+// "dns:...", "ipv4:..." and "ipv6:..." go to client->balanced_target; anything else is a
+// listen address (ParseListenAddress) for client->target. Errors name the text.
+Status ParseTarget(const std::string& text, ClientOptions* client);
+// What the target is called in messages.
+std::string TargetText(const ClientOptions& client);
+
+// A channel with gRPC's default message limits: TLS when client.tls, else plaintext;
+// round robin with client-side health checking for a balanced target.
 std::shared_ptr<grpc::Channel> MakeChannel(const ClientOptions& client);
 
 // Sets the deadline now + timeout_s on `context`; does nothing for timeout_s <= 0.

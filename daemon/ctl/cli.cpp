@@ -54,7 +54,11 @@ int RunConveyorctl(int argc, const char* const* argv, std::ostream& out, std::os
                  "daemon's unix:" + std::string(kSystemSocketDir) +
                      "/conveyord.sock when it is a socket this user may\n"
                      "connect to, else where conveyord started by this user would listen (here:\n" +
-                     client.target.ToString() + ").")
+                     client.target.ToString() + ").\n"
+                     "Several daemons as one service: dns:///HOST:PORT (every address HOST resolves to)\n"
+                     "or ipv4:A:PORT,B:PORT: calls go round robin over the daemons that are serving\n"
+                     "(not draining, not at their session cap), and a transcode whose daemon fails\n"
+                     "before any output is made once more, on another.")
       ->type_name("ADDR");
   app.add_option("--timeout", timeout_s,
                  "Deadline of the call in seconds; 0: none (default: 10 for status, sessions "
@@ -257,9 +261,9 @@ int RunConveyorctl(int argc, const char* const* argv, std::ostream& out, std::os
   }
 
   if (!target_text.empty()) {
-    auto target = config::ParseListenAddress(target_text);
-    if (!target.ok()) return Usage(err, "--target: " + target.status().message());
-    client.target = *target;
+    if (Status parsed = ParseTarget(target_text, &client); !parsed.ok()) {
+      return Usage(err, "--target: " + parsed.message());
+    }
   }
   const bool transcode = transcode_cmd->parsed() || thumbnails_cmd->parsed();
   if (Status sec = LoadClientSecurity(tls_ca, tls_cert, tls_key, token_file, &client); !sec.ok()) {

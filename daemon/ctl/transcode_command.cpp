@@ -114,6 +114,142 @@ std::string DescribeSummary(const v1::Summary& s) {
   return out;
 }
 
+// What one call did: its status, and whether any output came (after which it cannot be
+// made again without the client's writers having seen part of it).
+struct Attempt {
+  Status status;
+  bool produced = false;  // JPEGs, container bytes, a storyboard or Summary came
+  bool started = false;   // Started came: the daemon admitted the session
+};
+
+// One Transcode call: a writer thread sends `input`, this thread reads the responses into
+// the writers.
+class TranscodeCall {
+ public:
+  TranscodeCall(const ClientOptions& client, const TranscodeOptions& options, const v1::JobSpec& spec,
+                std::ostream& info, std::ostream& err)
+      : client_(client), options_(options), spec_(spec), info_(info), err_(err) {}
+
+  Attempt Run(v1::Transcoder::Stub* stub, InputReader* input, StopSignal* stop, JpegFrameWriter* jpeg,
+              ContainerWriter* container, ProgressBar* bar, InterruptWatch* interrupts);
+  const std::string& storyboard_index() const { return vtt_; }
+
+ private:
+  const ClientOptions& client_;
+  const TranscodeOptions& options_;
+  const v1::JobSpec& spec_;
+  std::ostream& info_;
+  std::ostream& err_;
+  std::string vtt_;  // a storyboard's index, from its Storyboard messages
+};
+
+Attempt TranscodeCall::Run(v1::Transcoder::Stub* stub, InputReader* input, StopSignal* stop, JpegFrameWriter* jpeg,
+                           ContainerWriter* container, ProgressBar* bar, InterruptWatch* interrupts) {
+  Attempt a;
+  ReadRequests requests;
+  grpc::ClientContext context;
+  PrepareCall(&context, client_);
+  std::unique_ptr<TranscodeStream> stream = stub->Transcode(&context);
+  // A signal ends the call like a local failure does, so the writers clean up as they
+  // go out of scope. Declared after `context`, so it is cleared before that goes.
+  const ScopedCancel cancel_on_signal(interrupts, [&context] { context.TryCancel(); });
+
+  std::atomic<uint64_t> sent{0};
+  uint64_t frames_out = 0;
+  Status writer_status;
+  std::thread writer([&] {
+    writer_status = StreamInput(stream.get(), spec_, input, &sent, &requests);
+    // Stopped because the call was over: its status, not this, is the result.
+    if (writer_status.code() == StatusCode::kCancelled && stop->raised()) writer_status = OkStatus();
+    if (!writer_status.ok()) context.TryCancel();
+  });
+
+  Status local;  // the first local failure while handling responses
+  v1::TranscodeResponse response;
+  while (stream->Read(&response)) {
+    if (!local.ok()) continue;  // cancelled; drain what is already here
+    switch (response.message_case()) {
+      case v1::TranscodeResponse::kStarted:
+        a.started = true;
+        if (jpeg) jpeg->SetTimeBase(response.started().time_base());
+        info_ << DescribeStarted(response.started()) << "\n" << std::flush;
+        break;
+      case v1::TranscodeResponse::kPacket:
+        a.produced = true;
+        local = jpeg ? jpeg->Add(response.packet()) : Internal("the server sent JPEG packets for container output");
+        if (response.packet().rendition() == 0 && response.packet().end_of_frame()) ++frames_out;
+        break;
+      case v1::TranscodeResponse::kContainerChunk:
+        a.produced = true;
+        local = container ? container->Add(response.container_chunk())
+                          : Internal("the server sent container bytes for JPEG frame output");
+        break;
+      case v1::TranscodeResponse::kProgress:
+        frames_out = std::max<uint64_t>(frames_out, response.progress().frames_out());
+        if (options_.progress) {
+          const v1::Progress& p = response.progress();
+          char buf[128];
+          std::snprintf(buf, sizeof(buf), "progress: %llu frames in, %llu out, %.1f fps\n",
+                        static_cast<unsigned long long>(p.frames_in()),
+                        static_cast<unsigned long long>(p.frames_out()), p.fps());
+          err_ << buf << std::flush;
+        }
+        break;
+      case v1::TranscodeResponse::kStoryboard:
+        a.produced = true;
+        vtt_ += response.storyboard().webvtt();
+        break;
+      case v1::TranscodeResponse::kReadRequest:
+        requests.Post(response.read_request());
+        break;
+      case v1::TranscodeResponse::kSummary:
+        a.produced = true;
+        requests.Close();  // no request follows a Summary: the writer half-closes
+        frames_out = std::max<uint64_t>(frames_out, response.summary().frames_out());
+        if (bar) bar->Update(frames_out, sent.load(), true);
+        info_ << DescribeSummary(response.summary()) << "\n" << std::flush;
+        break;
+      default: break;  // a newer server's message this client does not know
+    }
+    if (bar) bar->Update(frames_out, sent.load());
+    if (!local.ok()) context.TryCancel();
+  }
+  if (bar) bar->Update(frames_out, sent.load(), true);
+  requests.Close();
+  stop->Raise();
+  writer.join();
+  const grpc::Status rpc = stream->Finish();
+
+  // A signal that came once the call had succeeded leaves the output in place.
+  if (!rpc.ok() && interrupts != nullptr && interrupts->signal() != 0) {
+    std::string what = "interrupted by " + SignalName(interrupts->signal());
+    if (options_.output != "-") what += options_.keep_partial ? " (partial output kept)" : " (partial output removed)";
+    a.status = Status(StatusCode::kCancelled, what);
+  } else if (!local.ok()) {
+    a.status = local;
+  } else if (!writer_status.ok()) {
+    a.status = writer_status;
+  } else if (!rpc.ok()) {
+    // After Started the daemon was there: its UNAVAILABLE is the session's (the video
+    // engines failed a --decode gpu session), not a connection's.
+    a.status = a.started ? FromGrpcStatus(rpc) : RpcError(rpc, client_);
+  }
+  return a;
+}
+
+// Whether a failed call may be made again on another daemon: the target balances over
+// several, nothing was produced (so nothing was written), and the daemon either could
+// not serve it (UNAVAILABLE: gone, draining) or refused it at admission (RESOURCE_EXHAUSTED
+// before Started: at its cap or memory budget). The input must be a file, which can be
+// read again from the start; stdin's bytes are gone.
+bool MayRetry(const ClientOptions& client, const Attempt& a, const InputReader& input, InterruptWatch* interrupts) {
+  if (!client.balanced() || a.status.ok() || a.produced) return false;
+  if (interrupts != nullptr && interrupts->signal() != 0) return false;
+  if (!input.SeekableSize()) return false;
+  return a.status.code() == StatusCode::kUnavailable ||
+         (a.status.code() == StatusCode::kResourceExhausted && !a.started);
+}
+
 }  // namespace
 
 Status RunTranscode(const ClientOptions& client, const TranscodeOptions& options, std::ostream& out,
@@ -122,8 +258,8 @@ Status RunTranscode(const ClientOptions& client, const TranscodeOptions& options
   const int renditions = spec.renditions_size();
   std::ostream& info = options.output == "-" ? err : out;
 
-  StopSignal stop;
-  ASSIGN_OR_RETURN(std::unique_ptr<InputReader> input, InputReader::Open(options.input, &stop));
+  auto stop = std::make_unique<StopSignal>();
+  ASSIGN_OR_RETURN(std::unique_ptr<InputReader> input, InputReader::Open(options.input, stop.get()));
   // A regular file can be read anywhere: the daemon may then seek in it (an MP4 whose moov
   // follows mdat) instead of spooling it.
   if (spec.has_container() && !options.stream_only) {
@@ -140,7 +276,6 @@ Status RunTranscode(const ClientOptions& client, const TranscodeOptions& options
     container->set_seekable(true);
     container->set_faststart(container->format() == v1::CONTAINER_FORMAT_MOV && !options.no_faststart);
   }
-  ReadRequests requests;
 
   std::unique_ptr<JpegFrameWriter> jpeg;
   std::unique_ptr<ContainerWriter> container;
@@ -153,100 +288,26 @@ Status RunTranscode(const ClientOptions& client, const TranscodeOptions& options
     jpeg = std::make_unique<JpegFrameWriter>(options.output, std::move(namer), renditions, options.keep_partial,
                                              options.index);
   }
-
-  auto stub = v1::Transcoder::NewStub(MakeChannel(client));
-  grpc::ClientContext context;
-  PrepareCall(&context, client);
-  std::unique_ptr<TranscodeStream> stream = stub->Transcode(&context);
-  // A signal ends the call like a local failure does, so the writers clean up as they
-  // go out of scope. Declared after `context`, so it is cleared before that goes.
-  const ScopedCancel cancel_on_signal(interrupts, [&context] { context.TryCancel(); });
-
-  std::atomic<uint64_t> sent{0};
   std::unique_ptr<ProgressBar> bar;
   if (options.progress_bar) bar = std::make_unique<ProgressBar>(err, FileSize(options.input));
-  uint64_t frames_out = 0;
 
-  Status writer_status;
-  std::thread writer([&] {
-    writer_status = StreamInput(stream.get(), spec, input.get(), &sent, &requests);
-    // Stopped because the call was over: its status, not this, is the result.
-    if (writer_status.code() == StatusCode::kCancelled && stop.raised()) writer_status = OkStatus();
-    if (!writer_status.ok()) context.TryCancel();
-  });
-
-  Status local;  // the first local failure while handling responses
-  bool started = false;
-  const bool storyboard = spec.renditions(0).has_tile();
-  std::string vtt;  // a storyboard's index, from its Storyboard messages
-  v1::TranscodeResponse response;
-  while (stream->Read(&response)) {
-    if (!local.ok()) continue;  // cancelled; drain what is already here
-    switch (response.message_case()) {
-      case v1::TranscodeResponse::kStarted:
-        started = true;
-        if (jpeg) jpeg->SetTimeBase(response.started().time_base());
-        info << DescribeStarted(response.started()) << "\n" << std::flush;
-        break;
-      case v1::TranscodeResponse::kPacket:
-        local = jpeg ? jpeg->Add(response.packet())
-                     : Internal("the server sent JPEG packets for container output");
-        if (response.packet().rendition() == 0 && response.packet().end_of_frame()) ++frames_out;
-        break;
-      case v1::TranscodeResponse::kContainerChunk:
-        local = container ? container->Add(response.container_chunk())
-                          : Internal("the server sent container bytes for JPEG frame output");
-        break;
-      case v1::TranscodeResponse::kProgress:
-        frames_out = std::max<uint64_t>(frames_out, response.progress().frames_out());
-        if (options.progress) {
-          const v1::Progress& p = response.progress();
-          char buf[128];
-          std::snprintf(buf, sizeof(buf), "progress: %llu frames in, %llu out, %.1f fps\n",
-                        static_cast<unsigned long long>(p.frames_in()),
-                        static_cast<unsigned long long>(p.frames_out()), p.fps());
-          err << buf << std::flush;
-        }
-        break;
-      case v1::TranscodeResponse::kStoryboard:
-        vtt += response.storyboard().webvtt();
-        break;
-      case v1::TranscodeResponse::kReadRequest:
-        requests.Post(response.read_request());
-        break;
-      case v1::TranscodeResponse::kSummary:
-        requests.Close();  // no request follows a Summary: the writer half-closes
-        frames_out = std::max<uint64_t>(frames_out, response.summary().frames_out());
-        if (bar) bar->Update(frames_out, sent.load(), true);
-        bar.reset();
-        info << DescribeSummary(response.summary()) << "\n" << std::flush;
-        break;
-      default: break;  // a newer server's message this client does not know
-    }
-    if (bar) bar->Update(frames_out, sent.load());
-    if (!local.ok()) context.TryCancel();
+  auto stub = v1::Transcoder::NewStub(MakeChannel(client));
+  TranscodeCall call(client, options, spec, info, err);
+  Attempt a = call.Run(stub.get(), input.get(), stop.get(), jpeg.get(), container.get(), bar.get(), interrupts);
+  if (MayRetry(client, a, *input, interrupts)) {
+    // round_robin picks the next daemon that is serving; the one that failed has left
+    // the pick set if it is gone or NOT_SERVING.
+    err << "conveyorctl: " << FormatError(a.status) << "; no output had come, so the call is made once more\n"
+        << std::flush;
+    stop = std::make_unique<StopSignal>();
+    ASSIGN_OR_RETURN(input, InputReader::Open(options.input, stop.get()));
+    a = call.Run(stub.get(), input.get(), stop.get(), jpeg.get(), container.get(), bar.get(), interrupts);
   }
-  if (bar) bar->Update(frames_out, sent.load(), true);
-  requests.Close();
-  stop.Raise();
-  writer.join();
-  const grpc::Status rpc = stream->Finish();
-
-  // A signal that came once the call had succeeded leaves the output in place.
-  if (!rpc.ok() && interrupts != nullptr && interrupts->signal() != 0) {
-    std::string what = "interrupted by " + SignalName(interrupts->signal());
-    if (options.output != "-") what += options.keep_partial ? " (partial output kept)" : " (partial output removed)";
-    return Status(StatusCode::kCancelled, what);
-  }
-  if (!local.ok()) return local;
-  if (!writer_status.ok()) return writer_status;
-  // After Started the daemon was there: its UNAVAILABLE is the session's (the video
-  // engines failed a --decode gpu session), not a connection's.
-  if (!rpc.ok()) return started ? FromGrpcStatus(rpc) : RpcError(rpc, client);
+  RETURN_IF_ERROR(a.status);
   if (jpeg) {
-    if (storyboard) {
-      if (vtt.empty()) return Internal("the server sent no storyboard index");
-      RETURN_IF_ERROR(jpeg->AddFile(kStoryboardIndexName, vtt));
+    if (spec.renditions(0).has_tile()) {
+      if (call.storyboard_index().empty()) return Internal("the server sent no storyboard index");
+      RETURN_IF_ERROR(jpeg->AddFile(kStoryboardIndexName, call.storyboard_index()));
     }
     RETURN_IF_ERROR(jpeg->Finish());
     info << jpeg->Describe() << "\n";

@@ -62,6 +62,23 @@ SessionManager::~SessionManager() {
 
 StatusOr<std::shared_ptr<Session>> SessionManager::Create(const v1::JobSpec& spec, std::string owner,
                                                           bool unix_peer) {
+  StatusOr<std::shared_ptr<Session>> session = Admit(spec, std::move(owner), unix_peer);
+  if (session.ok()) NotifyReadiness();
+  return session;
+}
+
+void SessionManager::SetReadinessListener(std::function<void(bool ready)> listener) {
+  std::lock_guard<std::mutex> lock(listener_mu_);
+  readiness_listener_ = std::move(listener);
+}
+
+void SessionManager::NotifyReadiness() {
+  std::lock_guard<std::mutex> lock(listener_mu_);
+  if (readiness_listener_) readiness_listener_(Ready().ok());
+}
+
+StatusOr<std::shared_ptr<Session>> SessionManager::Admit(const v1::JobSpec& spec, std::string owner,
+                                                         bool unix_peer) {
   SessionOptions options;  // one snapshot, so a reload cannot split a session's options
   std::string shared_memory_socket;
   {
@@ -159,6 +176,7 @@ void SessionManager::Remove(const std::string& id) {
   memory_->Release(id);
   spdlog::debug("session {}: stream closed", id);
   changed_.notify_all();
+  NotifyReadiness();
 }
 
 std::vector<std::shared_ptr<Session>> SessionManager::List() const {
@@ -186,9 +204,12 @@ int SessionManager::max_sessions() const {
 }
 
 void SessionManager::SetLimits(SessionLimits limits) {
-  std::lock_guard<std::mutex> lock(mu_);
-  limits_ = limits;  // the reaper takes its new period after its current wait (at most 1 s)
-  memory_->SetBudget(limits.memory_budget_bytes);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    limits_ = limits;  // the reaper takes its new period after its current wait (at most 1 s)
+    memory_->SetBudget(limits.memory_budget_bytes);
+  }
+  NotifyReadiness();
 }
 
 SessionLimits SessionManager::limits() const {
@@ -202,8 +223,11 @@ void SessionManager::SetOptions(SessionOptions options) {
 }
 
 void SessionManager::StartDrain() {
-  std::lock_guard<std::mutex> lock(mu_);
-  draining_ = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    draining_ = true;
+  }
+  NotifyReadiness();
 }
 
 bool SessionManager::draining() const {

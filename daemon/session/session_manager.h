@@ -7,6 +7,7 @@
 
 #include <condition_variable>
 #include <map>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -52,6 +53,11 @@ class SessionManager {
   // Readiness for /readyz and grpc.health.v1: OK while new sessions are taken (not
   // draining, under the session cap), else UNAVAILABLE saying why.
   Status Ready() const;
+  // Called with Ready().ok() after every change that may move it (a session admitted or
+  // gone, the drain, new limits), in order, so that grpc.health.v1 turns NOT_SERVING the
+  // moment the cap is reached and clients balancing on it stop picking this daemon.
+  // Null: none. Never called with the manager's lock held.
+  void SetReadinessListener(std::function<void(bool ready)> listener);
   int active() const;
   int max_sessions() const;
   // Reload: the cap and the memory budget apply to the next Create, the idle timeout to
@@ -95,6 +101,11 @@ class SessionManager {
   Scheduler* const scheduler_;
   DecodeDevices decode_devices_;  // the GPU workers' video engines, opened at start (or first need)
   std::shared_ptr<DecodeBalancer> decode_balancer_;  // auto sessions between engines and CPU
+  StatusOr<std::shared_ptr<Session>> Admit(const v1::JobSpec& spec, std::string owner, bool unix_peer);
+  void NotifyReadiness();
+
+  std::mutex listener_mu_;  // taken before mu_: keeps the listener's calls in order
+  std::function<void(bool)> readiness_listener_;
   mutable std::mutex mu_;
   SessionOptions options_;  // guarded by mu_
   // Registered memory for frames assembled from messages, across sessions; its size

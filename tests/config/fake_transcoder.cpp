@@ -1,6 +1,7 @@
 // The scripted fake Transcoder service and its server.
 #include "fake_transcoder.h"
 
+#include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 
@@ -29,6 +30,21 @@ grpc::Status FakeTranscoder::Transcode(
     grpc::ServerContext* context,
     grpc::ServerReaderWriter<v1::TranscodeResponse, v1::TranscodeRequest>* stream) {
   v1::TranscodeRequest request;
+  bool fail = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    fail = calls_++ < failures;
+  }
+  if (fail) {
+    if (stream->Read(&request)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      requests_.push_back(request);
+    }
+    for (const v1::TranscodeResponse& r : failure_responses) {
+      if (!stream->Write(r)) break;
+    }
+    return failure;
+  }
   // A seekable client does not half-close before Summary: the end of its input is a range
   // with end_of_input, after which each of `read_requests` is sent and answered in turn.
   size_t next_request = 0;
@@ -86,10 +102,15 @@ grpc::Status FakeTranscoder::CancelSession(grpc::ServerContext*,
 }
 
 FakeServer::FakeServer(FakeTranscoder* service, const std::string& socket_path) {
+  grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix:" + socket_path, grpc::InsecureServerCredentials());
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &tcp_port_);
   builder.RegisterService(service);
   server_ = builder.BuildAndStart();
+  if (server_ != nullptr && server_->GetHealthCheckService() != nullptr) {
+    server_->GetHealthCheckService()->SetServingStatus("conveyor.v1.Transcoder", true);
+  }
 }
 
 FakeServer::~FakeServer() {

@@ -31,6 +31,12 @@ class FakeTranscoder final : public v1::Transcoder::Service {
   // range with end_of_input, before `responses`.
   std::vector<v1::ReadRequest> read_requests;
   grpc::Status status = grpc::Status::OK;  // of Transcode and of the unary calls
+  // The first `failures` Transcode calls write `failure_responses` after the spec and end
+  // with `failure` (a daemon gone or refusing, with or without output first); later calls
+  // go as `mode` says.
+  int failures = 0;
+  grpc::Status failure;
+  std::vector<v1::TranscodeResponse> failure_responses;
   v1::ServerStatus server_status;
   v1::ListSessionsResponse sessions;
   std::vector<std::string> known_sessions;  // CancelSession: others are NOT_FOUND
@@ -55,9 +61,12 @@ class FakeTranscoder final : public v1::Transcoder::Service {
   std::vector<v1::TranscodeRequest> requests_;
   std::vector<std::string> cancelled_;
   bool saw_cancel_ = false;
+  int calls_ = 0;
 };
 
-// Serves `service` on unix:`socket_path` until destroyed.
+// Serves `service` on unix:`socket_path`, and on a TCP port of 127.0.0.1 (tcp_port()),
+// until destroyed. Its grpc.health.v1 says SERVING for conveyor.v1.Transcoder, as the
+// daemon's does, for clients that balance on it.
 class FakeServer {
  public:
   FakeServer(FakeTranscoder* service, const std::string& socket_path);
@@ -65,9 +74,11 @@ class FakeServer {
   FakeServer(const FakeServer&) = delete;
   FakeServer& operator=(const FakeServer&) = delete;
   bool ok() const { return server_ != nullptr; }
+  int tcp_port() const { return tcp_port_; }
 
  private:
   std::unique_ptr<grpc::Server> server_;
+  int tcp_port_ = 0;
 };
 
 }  // namespace conveyor::testing

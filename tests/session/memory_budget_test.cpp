@@ -1,7 +1,7 @@
 // Admission by memory: MemoryBudget's arithmetic and messages with hand-computed
 // estimates, and the session manager over a real scheduler and CPU worker, which refuses
 // a session whose estimate does not fit beside the running ones and admits it once room
-// is made (a session removed, the budget raised).
+// is made (a session removed, the budget raised), and reports readiness as it changes.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -152,6 +152,33 @@ TEST_F(ManagerWithBudget, RefusesASessionThatDoesNotFitAndAdmitsItOnceThereIsRoo
   EXPECT_NE(capped.message().find("session limit reached"), std::string::npos) << capped.message();
   for (const std::shared_ptr<Session>& s : manager.List()) manager.Remove(s->id());
   EXPECT_EQ(manager.memory().charged(), 0u);
+}
+
+// grpc.health.v1 follows the listener: it must hear of each change as it happens, not
+// at the daemon's next tick, so that balancing clients stop picking a full daemon.
+TEST_F(ManagerWithBudget, TheReadinessListenerHearsTheCapTheDrainAndNewLimitsAsTheyHappen) {
+  SessionManager manager(scheduler_.get(), options_, SessionLimits{2, 600});
+  std::vector<bool> heard;
+  manager.SetReadinessListener([&](bool ready) { heard.push_back(ready); });
+  StatusOr<std::shared_ptr<Session>> a = manager.Create(RawSpec(320, 240), "");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(heard, (std::vector<bool>{true}));
+  StatusOr<std::shared_ptr<Session>> b = manager.Create(RawSpec(320, 240), "");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(heard.back(), false) << "at the cap";
+  EXPECT_EQ(manager.Create(RawSpec(320, 240), "").status().code(), StatusCode::kResourceExhausted);
+  manager.Remove((*a)->id());
+  EXPECT_EQ(heard.back(), true) << "room again";
+  manager.SetLimits(SessionLimits{1, 600});
+  EXPECT_EQ(heard.back(), false) << "a reload lowered the cap to the sessions running";
+  manager.SetLimits(SessionLimits{4, 600});
+  EXPECT_EQ(heard.back(), true);
+  manager.StartDrain();
+  EXPECT_EQ(heard.back(), false) << "draining";
+  manager.Remove((*b)->id());
+  EXPECT_EQ(heard.back(), false) << "still draining with no session left";
+  EXPECT_EQ(heard.size(), 7u);
+  manager.SetReadinessListener(nullptr);
 }
 
 TEST_F(ManagerWithBudget, ContainerInputIsChargedAtTheProvisionalSize) {

@@ -40,6 +40,26 @@ def default_target():
     return "unix:/tmp/conveyor-%d/conveyord.sock" % os.getuid()
 
 
+# Several daemons as one service: round robin over the addresses a "dns:///HOST:PORT" or
+# "ipv4:A:P,B:P" target resolves to, each in the pick set while its grpc.health.v1 says
+# SERVING for the Transcoder (gRPC's client-side health checking), so a daemon that is
+# draining or at its session cap drops out.
+BALANCED_SCHEMES = ("dns:", "ipv4:", "ipv6:")
+BALANCED_SERVICE_CONFIG = ('{"loadBalancingConfig": [{"round_robin": {}}], '
+                           '"healthCheckConfig": {"serviceName": "conveyor.v1.Transcoder"}}')
+
+
+def may_retry(client, error, started, produced, source_seekable):
+    """Whether a failed call may be made once more, on another daemon: the target balances
+    over several, nothing was produced, the input can be read again from its start, and
+    the daemon could not serve the call (UNAVAILABLE: gone, draining) or refused it at
+    admission (RESOURCE_EXHAUSTED before Started: its session cap or memory budget)."""
+    if not client.balanced or produced or not source_seekable:
+        return False
+    return (error.code == grpc.StatusCode.UNAVAILABLE or
+            (error.code == grpc.StatusCode.RESOURCE_EXHAUSTED and started is None))
+
+
 def to_rational(rate):
     """fps as a Rational: 1, 0.5, Fraction(30000, 1001) or "30000/1001"."""
     r = fractions.Fraction(rate)
@@ -129,18 +149,28 @@ class Frames:
                 # On by default for a local daemon; one that has it off (server.shared_memory)
                 # refuses the spec before reading input, and a seekable input can start over.
                 try:
-                    yield from self._call(spec, self._client.target.startswith("unix:"), timeout)
+                    yield from self._call_once_more_if_safe(spec, self._client.target.startswith("unix:"), timeout)
                 except ConveyorError as e:
                     if not (e.code == grpc.StatusCode.FAILED_PRECONDITION and self.started is None and
                             self._source.seekable and "spec.output.frames.shared_memory_slots" in e.details):
                         raise
                     yield from self._call(spec, False, timeout)
             else:
-                yield from self._call(spec, shared_memory, timeout)
+                yield from self._call_once_more_if_safe(spec, shared_memory, timeout)
         finally:
             self._source.close()
             if self._own_client:
                 self._client.close()
+
+    def _call_once_more_if_safe(self, spec, shared_memory, timeout):
+        self._produced = False
+        try:
+            yield from self._call(spec, shared_memory, timeout)
+        except ConveyorError as e:
+            if not may_retry(self._client, e, self.started, self._produced, self._source.seekable):
+                raise
+            self.started = None
+            yield from self._call(spec, shared_memory, timeout)
 
     def _call(self, spec, shared_memory, timeout):
         spec.output.frames.shared_memory_slots = SHARED_SLOTS if shared_memory else 0
@@ -172,8 +202,10 @@ class Frames:
                     if p.end_of_frame:
                         data = bytes(partial)
                         partial.clear()
+                        self._produced = True
                         yield p.pts * time_base.num / time_base.den, data
                 elif kind == "summary":
+                    self._produced = True
                     self.summary = resp.summary
                     requests.stop()
         except grpc.RpcError as e:
@@ -196,11 +228,17 @@ class Result:
 
 class Client:
     """A channel to conveyord: target as gRPC names it ("unix:/path", "host:port");
-    default_target() when None."""
+    default_target() when None. Several daemons as one service: "dns:///HOST:PORT" or
+    "ipv4:A:PORT,B:PORT", balanced round robin over those serving; a call whose daemon
+    fails before any output is made once more, on another, when its input can be read
+    again (a path, bytes or a seekable file)."""
 
     def __init__(self, target=None, credentials=None):
         self.target = target or default_target()
+        self.balanced = self.target.startswith(BALANCED_SCHEMES)
         options = [("grpc.max_receive_message_length", 16 << 20)]
+        if self.balanced:
+            options.append(("grpc.service_config", BALANCED_SERVICE_CONFIG))
         if credentials is not None:
             self.channel = grpc.secure_channel(self.target, credentials, options=options)
         else:
@@ -267,31 +305,13 @@ class Client:
             source = Source(input)
             spec.container.seekable = source.seekable
             spec.container.size = source.size
-            requests = RequestStream(spec, source, keep_open=False)
-            call = self.stub.Transcode(iter(requests), timeout=timeout)
-            started = summary = None
             try:
-                for resp in call:
-                    kind = resp.WhichOneof("message")
-                    if kind == "read_request":
-                        requests.read_request(resp.read_request)
-                    elif kind == "started":
-                        started = resp.started
-                    elif kind == "container_chunk":
-                        chunk = resp.container_chunk
-                        if chunk.insert:
-                            _make_room(out, chunk.offset, len(chunk.data))
-                        if seekable:
-                            out.seek(chunk.offset)
-                        out.write(chunk.data)
-                    elif kind == "summary":
-                        summary = resp.summary
-                        requests.stop()
-            except grpc.RpcError as e:
-                raise ConveyorError.from_rpc_error(e) from None
+                started, summary = self._transcode_call(spec, source, out, seekable, timeout)
+            except ConveyorError as e:
+                if not may_retry(self, e, e.started, e.produced, source.seekable):
+                    raise
+                started, summary = self._transcode_call(spec, source, out, seekable, timeout)
             finally:
-                requests.stop()
-                call.cancel()
                 source.close()
             done = True
             return Result(started, summary)
@@ -300,6 +320,43 @@ class Client:
                 owned.close()
                 if not done:
                     os.unlink(output)  # no half-written container is left behind
+
+    def _transcode_call(self, spec, source, out, seekable, timeout):
+        """One Transcode call writing the container into out: (Started, Summary). A failure
+        raises ConveyorError with .started and .produced set, for may_retry."""
+        requests = RequestStream(spec, source, keep_open=False)
+        call = self.stub.Transcode(iter(requests), timeout=timeout)
+        started = summary = None
+        produced = False
+        try:
+            try:
+                for resp in call:
+                    kind = resp.WhichOneof("message")
+                    if kind == "read_request":
+                        requests.read_request(resp.read_request)
+                    elif kind == "started":
+                        started = resp.started
+                    elif kind == "container_chunk":
+                        produced = True
+                        chunk = resp.container_chunk
+                        if chunk.insert:
+                            _make_room(out, chunk.offset, len(chunk.data))
+                        if seekable:
+                            out.seek(chunk.offset)
+                        out.write(chunk.data)
+                    elif kind == "summary":
+                        produced = True
+                        summary = resp.summary
+                        requests.stop()
+            except grpc.RpcError as e:
+                raise ConveyorError.from_rpc_error(e) from None
+        except ConveyorError as e:
+            e.started, e.produced = started, produced
+            raise
+        finally:
+            requests.stop()
+            call.cancel()
+        return started, summary
 
     def list_sessions(self, timeout=10):
         """The daemon's sessions now (ListSessions): SessionInfo messages."""

@@ -205,9 +205,14 @@ int Run(int argc, char** argv) {
   spdlog::info("signal {}: draining ({} sessions, up to {} s; a second signal ends it)", received.signal_number,
                sessions.active(), drain.timeout_s);
   sessions.StartDrain();  // NOT_SERVING from here on
-  Drain(drain, &sessions, &signals, &notifier, &monitor, &main_loop);
+  const DrainEnd end = Drain(drain, &sessions, &signals, &notifier, &monitor, &main_loop);
   sessions.SetReadinessListener(nullptr);
-  (*server)->Shutdown(2.0);
+  // Sessions the drain cancelled send their status first. What is left then are calls
+  // that never end on their own (a balancing client's grpc.health.v1 Watch) and unary
+  // calls that take milliseconds: a short deadline ends the one without cutting the other,
+  // where a long one would hold the exit for as long as any client watches.
+  if (end != DrainEnd::kIdle) sessions.WaitUntilIdle(2.0);
+  (*server)->Shutdown(0.25);
   (*observability)->Stop();
   monitor.Stop();
   spdlog::info("stopped");

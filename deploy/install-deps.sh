@@ -1,8 +1,30 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages Conveyor needs, only those missing (idempotent).
-#   deploy/install-deps.sh           build + run
-#   deploy/install-deps.sh --test    also what the tests use
+#   deploy/install-deps.sh [--flavour auto|cpu|amd|nvidia]   build + run one flavour
+#   deploy/install-deps.sh --test                            also what tests/run.sh uses
+# The flavour (CONVEYOR_GPU) decides the GPU toolchain. auto, the default, is amd on a
+# host with an AMD GPU (/dev/kfd) and cpu otherwise, as CMake's CONVEYOR_GPU=auto picks.
+# Only amd takes Debian's ROCm toolchain (hipcc, the HIP runtime and device libraries:
+# about 20 packages, 335 MiB); nvidia takes nvcc from NVIDIA's CUDA, which Debian does not
+# ship. --test installs the AMD toolchain too, since tests/run.sh builds every flavour.
 set -euo pipefail
+
+flavour=auto
+test=0
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --flavour) flavour=${2:-}; shift 2 ;;
+    --test) test=1; shift ;;
+    *) echo "usage: $0 [--flavour auto|cpu|amd|nvidia] [--test]" >&2; exit 2 ;;
+  esac
+done
+if [[ $flavour == auto ]]; then
+  if [[ -e /dev/kfd ]]; then flavour=amd; else flavour=cpu; fi
+fi
+case $flavour in
+  cpu|amd|nvidia) ;;
+  *) echo "install-deps: --flavour must be auto, cpu, amd or nvidia (got '$flavour')" >&2; exit 2 ;;
+esac
 
 packages=(
   cmake ninja-build g++ pkg-config
@@ -10,9 +32,14 @@ packages=(
   libcli11-dev libturbojpeg0-dev libjpeg62-turbo-dev libjpeg-turbo-progs
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libssl-dev
   libspdlog-dev libtomlplusplus-dev libcpp-httplib-dev libsystemd-dev
-  hipcc libamdhip64-dev rocm-device-libs
 )
-if [[ "${1:-}" == "--test" ]]; then
+if [[ $flavour == amd || $test == 1 ]]; then
+  packages+=(hipcc libamdhip64-dev rocm-device-libs)
+fi
+if [[ $flavour == nvidia ]] && ! command -v nvcc >/dev/null && [[ ! -x /usr/local/cuda/bin/nvcc ]]; then
+  echo "install-deps: the nvidia flavour needs nvcc from NVIDIA's CUDA toolkit (/usr/local/cuda), which Debian does not ship" >&2
+fi
+if [[ $test == 1 ]]; then
   packages+=(libgtest-dev libgmock-dev prometheus dpkg-dev fakeroot openssl lintian)
   # tests/e2e_py: the independent Python client (Debian's grpcio, not pip's; its stubs come from
   # protobuf-compiler-grpc above) and the standard health and reflection protos.

@@ -16,7 +16,8 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
-deploy/install-deps.sh
+# The GPU toolchain only for the flavour this host builds (install-deps.sh says which).
+deploy/install-deps.sh --flavour auto
 
 mkdir -p build
 cmake -S . -B build/release -G Ninja -DCONVEYOR_GPU=auto -DCMAKE_BUILD_TYPE=Release -DCONVEYOR_BUILD_TESTS=OFF \
@@ -57,3 +58,10 @@ kill -TERM $daemon
 wait $daemon
 trap - EXIT
 echo "quickstart: conveyord stopped cleanly (its log: $out/conveyord.log)"
+echo
+echo "quickstart: the programs are not installed; they are at"
+echo "  $(pwd)/$bin/conveyord"
+echo "  $(pwd)/$bin/ctl/conveyorctl"
+echo "quickstart: for this shell: export PATH=\"$(pwd)/$bin:$(pwd)/$bin/ctl:\$PATH\""
+echo "quickstart: to install them: cmake --build build/release --target package, then"
+echo "  sudo apt install ./build/release/conveyor-*.deb (with the systemd unit, config and man pages)"

@@ -14,51 +14,13 @@
 
 #include "conveyor/v1/transcoder.grpc.pb.h"
 #include "introspect_commands.h"
+#include "progress_line.h"
 #include "stage_orient.h"
 #include "transcode_input.h"
 #include "transcode_output.h"
 
 namespace conveyor::ctl {
 namespace {
-
-// A one-line progress bar on stderr: frames out, frames/s, the share of the input sent
-// and, for a file, an ETA from that share (the daemon buffers a few MiB ahead, so it is
-// an estimate). Redrawn at most ten times a second.
-class ProgressBar {
- public:
-  ProgressBar(std::ostream& err, uint64_t input_total) : err_(err), total_(input_total) {}
-
-  void Update(uint64_t frames, uint64_t sent, bool last = false) {
-    const auto now = std::chrono::steady_clock::now();
-    if (!last && now - drawn_ < std::chrono::milliseconds(100)) return;
-    drawn_ = now;
-    const double elapsed = std::chrono::duration<double>(now - start_).count();
-    char line[160];
-    int n = std::snprintf(line, sizeof(line), "\r%8llu frames %7.1f fps  %7.1f MiB sent",
-                          static_cast<unsigned long long>(frames), elapsed > 0 ? frames / elapsed : 0.0,
-                          sent / 1048576.0);
-    if (total_ > 0 && n > 0 && static_cast<size_t>(n) < sizeof(line)) {
-      const double share = std::min(1.0, static_cast<double>(sent) / total_);
-      const double eta = share > 0 ? elapsed * (1 - share) / share : 0;
-      n += std::snprintf(line + n, sizeof(line) - n, " (%3.0f%%)  ETA %2d:%02d", share * 100,
-                         static_cast<int>(eta) / 60, static_cast<int>(eta) % 60);
-    }
-    err_ << line << (last ? "\n" : "") << std::flush;
-  }
-
- private:
-  std::ostream& err_;
-  const uint64_t total_;
-  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-  std::chrono::steady_clock::time_point drawn_{};
-};
-
-uint64_t FileSize(const std::string& path) {
-  if (path == "-") return 0;
-  std::error_code ec;
-  const uintmax_t size = std::filesystem::file_size(path, ec);
-  return ec ? 0 : static_cast<uint64_t>(size);
-}
 
 std::string FormatSeconds(double s) {
   char buf[32];
@@ -106,9 +68,16 @@ std::string DescribeSummary(const v1::Summary& s) {
   if (s.read_requests() > 0) out += "\nread requests: " + std::to_string(s.read_requests());
   if (s.spooled_bytes() > 0) out += "\nspooled: " + FormatBytes(s.spooled_bytes());
   if (s.stages_size() > 0) {
-    out += "\nstages:";
+    // The daemon sums each stage over frames that overlap in time, so a sum can exceed
+    // the call's wall time; a frame's average says where a frame spends its time. Reading
+    // and decoding count every frame decoded, the later stages the frames encoded.
+    out += "\nstages, ms a frame on average:";
     for (int i = 0; i < s.stages_size(); ++i) {
-      out += (i ? ", " : " ") + s.stages(i).stage() + " " + FormatSeconds(s.stages(i).seconds());
+      const std::string& stage = s.stages(i).stage();
+      const uint64_t frames = (stage == "demux" || stage == "decode") ? s.frames_in() : s.frames_out();
+      char ms[32];
+      std::snprintf(ms, sizeof(ms), "%.2f", frames > 0 ? s.stages(i).seconds() * 1000 / frames : 0.0);
+      out += (i ? ", " : " ") + stage + " " + ms;
     }
   }
   return out;
@@ -131,7 +100,7 @@ class TranscodeCall {
       : client_(client), options_(options), spec_(spec), info_(info), err_(err) {}
 
   Attempt Run(v1::Transcoder::Stub* stub, InputReader* input, StopSignal* stop, JpegFrameWriter* jpeg,
-              ContainerWriter* container, ProgressBar* bar, InterruptWatch* interrupts);
+              ContainerWriter* container, ProgressLine* bar, InterruptWatch* interrupts);
   const std::string& storyboard_index() const { return vtt_; }
 
  private:
@@ -144,7 +113,7 @@ class TranscodeCall {
 };
 
 Attempt TranscodeCall::Run(v1::Transcoder::Stub* stub, InputReader* input, StopSignal* stop, JpegFrameWriter* jpeg,
-                           ContainerWriter* container, ProgressBar* bar, InterruptWatch* interrupts) {
+                           ContainerWriter* container, ProgressLine* bar, InterruptWatch* interrupts) {
   Attempt a;
   ReadRequests requests;
   grpc::ClientContext context;
@@ -155,7 +124,6 @@ Attempt TranscodeCall::Run(v1::Transcoder::Stub* stub, InputReader* input, StopS
   const ScopedCancel cancel_on_signal(interrupts, [&context] { context.TryCancel(); });
 
   std::atomic<uint64_t> sent{0};
-  uint64_t frames_out = 0;
   Status writer_status;
   std::thread writer([&] {
     writer_status = StreamInput(stream.get(), spec_, input, &sent, &requests);
@@ -172,12 +140,15 @@ Attempt TranscodeCall::Run(v1::Transcoder::Stub* stub, InputReader* input, StopS
       case v1::TranscodeResponse::kStarted:
         a.started = true;
         if (jpeg) jpeg->SetTimeBase(response.started().time_base());
+        if (bar) bar->Started(response.started(), spec_);
         info_ << DescribeStarted(response.started()) << "\n" << std::flush;
         break;
       case v1::TranscodeResponse::kPacket:
         a.produced = true;
         local = jpeg ? jpeg->Add(response.packet()) : Internal("the server sent JPEG packets for container output");
-        if (response.packet().rendition() == 0 && response.packet().end_of_frame()) ++frames_out;
+        if (bar && response.packet().rendition() == 0 && response.packet().end_of_frame()) {
+          bar->Frame(response.packet().pts());
+        }
         break;
       case v1::TranscodeResponse::kContainerChunk:
         a.produced = true;
@@ -185,7 +156,7 @@ Attempt TranscodeCall::Run(v1::Transcoder::Stub* stub, InputReader* input, StopS
                           : Internal("the server sent container bytes for JPEG frame output");
         break;
       case v1::TranscodeResponse::kProgress:
-        frames_out = std::max<uint64_t>(frames_out, response.progress().frames_out());
+        if (bar) bar->Progress(response.progress());
         if (options_.progress) {
           const v1::Progress& p = response.progress();
           char buf[128];
@@ -205,16 +176,18 @@ Attempt TranscodeCall::Run(v1::Transcoder::Stub* stub, InputReader* input, StopS
       case v1::TranscodeResponse::kSummary:
         a.produced = true;
         requests.Close();  // no request follows a Summary: the writer half-closes
-        frames_out = std::max<uint64_t>(frames_out, response.summary().frames_out());
-        if (bar) bar->Update(frames_out, sent.load(), true);
+        if (bar) {
+          bar->Finished(response.summary());
+          bar->Draw(true);
+        }
         info_ << DescribeSummary(response.summary()) << "\n" << std::flush;
         break;
       default: break;  // a newer server's message this client does not know
     }
-    if (bar) bar->Update(frames_out, sent.load());
+    if (bar) bar->Draw();
     if (!local.ok()) context.TryCancel();
   }
-  if (bar) bar->Update(frames_out, sent.load(), true);
+  if (bar) bar->Draw(true);  // ends the line before any error is printed
   requests.Close();
   stop->Raise();
   writer.join();
@@ -288,8 +261,8 @@ Status RunTranscode(const ClientOptions& client, const TranscodeOptions& options
     jpeg = std::make_unique<JpegFrameWriter>(options.output, std::move(namer), renditions, options.keep_partial,
                                              options.index);
   }
-  std::unique_ptr<ProgressBar> bar;
-  if (options.progress_bar) bar = std::make_unique<ProgressBar>(err, FileSize(options.input));
+  std::unique_ptr<ProgressLine> bar;
+  if (options.progress_bar) bar = std::make_unique<ProgressLine>(err);
 
   auto stub = v1::Transcoder::NewStub(MakeChannel(client));
   TranscodeCall call(client, options, spec, info, err);

@@ -56,9 +56,10 @@ struct TranscodeOptions {
   bool progress_bar = false;
 };
 
-// "1280x720", "1280x0:90", "640x360:75:444". 0x0 is the source size; a height of 0
-// keeps the aspect ratio.
-StatusOr<v1::RenditionSpec> ParseRendition(const std::string& text);
+// "1280x720", "1280x0:90", "640x360:75:444". 0x0 is the source size; a height of 0, or
+// a width alone ("1280"), keeps the aspect ratio. Errors name `flag`, the option the
+// text came from.
+StatusOr<v1::RenditionSpec> ParseRendition(const std::string& text, const std::string& flag = "--rendition");
 // "yuv420p:1920x1080", "rgb24:640x480:30000/1001", "nv12:1280x720:29.97". FPS defaults
 // to 25.
 StatusOr<v1::RawInput> ParseRawInput(const std::string& text);

@@ -133,16 +133,20 @@ StatusOr<PixelFormat> PixelFormatFromProto(v1::PixelFormat f) {
   return InvalidArgument("unspecified pixel format");
 }
 
-StatusOr<v1::RenditionSpec> ParseRendition(const std::string& text) {
+StatusOr<v1::RenditionSpec> ParseRendition(const std::string& text, const std::string& flag) {
   const std::vector<std::string> parts = Split(text, ':');
+  const bool full = flag == "--rendition";
   auto bad = [&](const std::string& why) {
-    return InvalidArgument("--rendition '" + text + "': " + why +
-                           " (expected WxH[:quality[:subsampling]], e.g. 1280x720:85:420)");
+    return InvalidArgument(flag + " '" + text + "': " + why +
+                           (full ? " (expected WxH[:quality[:subsampling]], e.g. 1280x720:85:420)"
+                                 : " (expected WxH, or W to keep the aspect ratio, e.g. 1280x720 or 1280)"));
   };
   if (parts.size() > 3) return bad("too many fields");
   v1::RenditionSpec spec;
   uint32_t w = 0, h = 0;
-  if (!ParseSize(parts[0], &w, &h)) return bad("'" + parts[0] + "' is not WxH");
+  // A width alone keeps the aspect ratio, as Wx0 (the ffmpeg CLI's scale=W:-2).
+  const bool width_only = parts[0].find('x') == std::string::npos && ParseUint(parts[0], &w);
+  if (!width_only && !ParseSize(parts[0], &w, &h)) return bad("'" + parts[0] + "' is not WxH");
   if (w > kMaxDimension || h > kMaxDimension) {
     return bad("the size is above " + std::to_string(kMaxDimension));
   }
@@ -290,7 +294,7 @@ StatusOr<v1::JobSpec> BuildJobSpec(const TranscodeOptions& o) {
     if (size.find(':') != std::string::npos) {
       return InvalidArgument("'" + size + "': --size and --renditions take WxH; use --quality for the quality");
     }
-    ASSIGN_OR_RETURN(v1::RenditionSpec rendition, ParseRendition(size));
+    ASSIGN_OR_RETURN(v1::RenditionSpec rendition, ParseRendition(size, o.size.empty() ? "--renditions" : "--size"));
     if (o.quality > 0) rendition.set_quality(o.quality);
     *spec.add_renditions() = std::move(rendition);
   }

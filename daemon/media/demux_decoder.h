@@ -118,6 +118,8 @@ struct VideoStreamInfo {
   AVRational sample_aspect{0, 1};           // {0,1} when unknown
   int rotation_degrees = 0;                 // clockwise rotation to apply for display: 0, 90, 180 or 270
   int64_t start_pts = AV_NOPTS_VALUE;       // the stream's start_time: no frame is before it
+  int64_t duration = 0;                     // in time_base, the stream's or else the container's; 0: not known
+  int64_t frame_count = 0;                  // as the container records it; 0: not known
   // The turn and mirror of the stream's display matrix, as the ffmpeg CLI's autorotate
   // applies it (display_orientation.h); odd_rotation: an angle it rotates by that is not
   // a multiple of 90 degrees (orientation identity then).

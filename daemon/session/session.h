@@ -340,6 +340,10 @@ class Session : public std::enable_shared_from_this<Session> {
   int64_t last_cell_pts_ = 0;
   std::string storyboard_vtt_;
   std::vector<std::string> notes_;  // Started.notes; the pipeline thread's, before BeginOutput
+  // Container input's span and frame count from its header (Started.source_*), in
+  // source_time_base_; set before BeginOutput. A time base of 0: raw input, none.
+  int64_t source_start_pts_ = AV_NOPTS_VALUE, source_duration_ = 0, source_frames_ = 0;
+  AVRational source_time_base_{0, 1};
   std::vector<Rendition> renditions_;
   Orientation turn_;  // applied to every frame (autorotate), set by BeginOutput
   std::vector<std::unique_ptr<media::ContainerMuxer>> muxers_;
@@ -368,6 +372,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string damage_note_;  // the first error, for the session's one warning; pipeline thread
   std::atomic<int64_t> last_activity_ns_{0};
   std::chrono::steady_clock::time_point last_progress_ = std::chrono::steady_clock::now();
+  int64_t last_pts_ = 0;  // of the last frame written (Progress.pts); the output thread's
   // Output thread only. handover: from the worker's finished encode to this session's
   // OnFrameDone (the worker's delivery hop).
   double encode_seconds_ = 0, queue_seconds_ = 0, handover_seconds_ = 0;

@@ -194,6 +194,10 @@ Status Session::RunContainer() {
     return InvalidArgument("input: frame rate " + std::to_string(v.frame_rate.num) + "/" +
                            std::to_string(v.frame_rate.den) + " is above the limit");
   }
+  source_start_pts_ = v.start_pts;
+  source_duration_ = v.duration;
+  source_frames_ = v.frame_count;
+  source_time_base_ = v.time_base;
   RETURN_IF_ERROR(BeginOutput(v.width, v.height, v.frame_rate.num, v.frame_rate.den > 0 ? v.frame_rate.den : 1,
                               v.time_base.num, v.time_base.den, v.codec,
                               media::DisplayOrientation{v.orientation, v.rotation_degrees, v.odd_rotation},

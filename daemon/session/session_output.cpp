@@ -8,6 +8,10 @@
 #include <utility>
 #include <vector>
 
+extern "C" {
+#include <libavutil/mathematics.h>
+}
+
 namespace conveyor {
 
 Status Session::BeginOutput(int width, int height, int rate_num, int rate_den, int tb_num, int tb_den,
@@ -68,6 +72,14 @@ Status Session::BeginOutput(int width, int height, int rate_num, int rate_den, i
   started->set_source_width(width);
   started->set_source_height(height);
   started->set_source_codec(codec);
+  if (source_time_base_.num > 0 && source_time_base_.den > 0) {
+    const AVRational out{tb_num, tb_den};
+    if (source_start_pts_ != AV_NOPTS_VALUE) {
+      started->set_source_start_pts(av_rescale_q(source_start_pts_, source_time_base_, out));
+    }
+    if (source_duration_ > 0) started->set_source_duration(av_rescale_q(source_duration_, source_time_base_, out));
+    started->set_source_frames(static_cast<uint64_t>(source_frames_));
+  }
   started->set_rotation_degrees(display.rotation_degrees);
   if (codec != "rawvideo") started->set_exif_orientation(static_cast<uint32_t>(ExifOrientation(display.orientation)));
   started->set_autorotated(turned);
@@ -293,7 +305,10 @@ void Session::WriteFrame(DoneFrame& frame) {
     // A frame the frame_rate grid repeats goes out once per point, the same bytes each time.
     for (int64_t repeat = 0; repeat < frame.times.count && ok; ++repeat) {
       ok = WriteJpegs(result, frame.times.pts + repeat);
-      if (ok) frames_out_++;
+      if (ok) {
+        frames_out_++;
+        last_pts_ = frame.times.pts + repeat;
+      }
     }
     if (ok) {
       meter_.FrameDone(result);
@@ -309,6 +324,7 @@ void Session::WriteFrame(DoneFrame& frame) {
         r.mutable_progress()->set_fps(frames_out_.load() / std::chrono::duration<double>(now - started_).count());
         r.mutable_progress()->set_decode_errors(decode_errors_.load());
         r.mutable_progress()->set_frames_dropped(frames_dropped_.load());
+        r.mutable_progress()->set_pts(last_pts_);
         Send(std::move(r));
       }
     }

@@ -534,6 +534,25 @@ TEST_F(ConveyorctlTest, UsageErrorsExitTwoAndSendNothing) {
   EXPECT_FALSE(std::filesystem::exists(Path("f")));  // nothing created for a failed start
 }
 
+// --size 1280 is 1280x0, as the ffmpeg CLI's scale=1280:-2; a bad size names the flag
+// the user typed.
+TEST_F(ConveyorctlTest, ASizeIsAWidthAloneAndItsErrorNamesTheFlag) {
+  WriteWholeFile(Path("in.mp4"), "container");
+  fake_.responses = {Started(), Summary()};
+  ASSERT_EQ(Run({"transcode", Path("in.mp4"), "-o", Path("frames"), "--size", "1280"}), 0) << err_;
+  ASSERT_EQ(fake_.Requests().at(0).spec().renditions_size(), 1);
+  EXPECT_EQ(fake_.Requests().at(0).spec().renditions(0).width(), 1280u);
+  EXPECT_EQ(fake_.Requests().at(0).spec().renditions(0).height(), 0u);
+  EXPECT_NE(Run({"transcode", Path("in.mp4"), "-o", Path("frames"), "--size", "1280y"}), 0);
+  EXPECT_NE(err_.find("--size '1280y': '1280y' is not WxH (expected WxH, or W to keep the aspect ratio"),
+            std::string::npos)
+      << err_;
+  EXPECT_NE(Run({"transcode", Path("in.mp4"), "-o", Path("frames"), "--renditions", "1920x1080,640,x5"}), 0);
+  EXPECT_NE(err_.find("--renditions 'x5'"), std::string::npos) << err_;
+  EXPECT_NE(Run({"transcode", Path("in.mp4"), "-o", Path("frames"), "--rendition", "640x:80"}), 0);
+  EXPECT_NE(err_.find("--rendition '640x:80'"), std::string::npos) << err_;
+}
+
 TEST(ConveyorctlParse, RenditionsRawAndPaths) {
   auto r = ParseRendition("1920x1080:75:4:2:2");
   EXPECT_FALSE(r.ok());  // the colon form of subsampling is ambiguous here

@@ -669,7 +669,7 @@ TEST(Conveyorctl, TranscodesToFramesAndContainersAndReportsStatus) {
                   daemon.dir() + "/stderr.txt"),
             0)
       << conveyor::testing::ReadText(daemon.dir() + "/stderr.txt");
-  EXPECT_NE(conveyor::testing::ReadText(daemon.dir() + "/stderr.txt").find("frames"), std::string::npos) << "no progress bar";
+  EXPECT_NE(conveyor::testing::ReadText(daemon.dir() + "/stderr.txt").find("frame="), std::string::npos) << "no status line";
   for (int i = 0; i < 12; ++i) {
     char name[64];
     std::snprintf(name, sizeof(name), "/0-%06d.jpg", i);

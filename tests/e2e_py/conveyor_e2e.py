@@ -17,6 +17,7 @@ daemon's log level (default warn).
 import argparse
 import os
 import shutil
+import signal
 import sys
 import threading
 import time
@@ -811,6 +812,42 @@ def health_watch_follows_readiness(ctx):
 
 
 CASE_FLAGS["health_watch_follows_readiness"] = ["--max-sessions", "1"]
+
+
+@case
+def exit_with_health_watchers(ctx):
+    """A balancing client holds a grpc.health.v1 Watch on every daemon for as long as it
+    runs. On SIGTERM such a stream turns NOT_SERVING, and the daemon then exits at once
+    (with no session, in well under a second) instead of waiting for the watchers to
+    leave."""
+    s = ctx.stubs
+    health = s.health_grpc.HealthStub(ctx.daemon.channel())
+    H = s.health.HealthCheckResponse
+    seen = []
+    watch = health.Watch(s.health.HealthCheckRequest(service="conveyor.v1.Transcoder"))
+
+    def read_watch():
+        try:
+            for r in watch:
+                seen.append(r.status)
+        except ctx.grpc.RpcError:
+            pass  # the daemon ended the stream
+
+    reader = threading.Thread(target=read_watch, daemon=True)
+    reader.start()
+    t0 = time.monotonic()
+    while not seen and time.monotonic() - t0 < 10:
+        time.sleep(0.01)
+    check(seen[:1] == [H.SERVING], "Watch never said SERVING (saw %s)" % seen)
+    t0 = time.monotonic()
+    ctx.daemon.proc.send_signal(signal.SIGTERM)  # not stop(): that closes the watcher's channel first
+    rc = ctx.daemon.proc.wait(timeout=10)
+    took = time.monotonic() - t0
+    reader.join(5)
+    log("exit %s %.3f s after SIGTERM; Watch saw %s" % (rc, took, [H.ServingStatus.Name(x) for x in seen]))
+    check(rc == 0, "conveyord exited %s" % rc)
+    check(H.NOT_SERVING in seen, "the watcher was not told NOT_SERVING before the end (saw %s)" % seen)
+    check(took < 1.0, "an idle daemon took %.2f s to exit with a watcher connected" % took)
 
 
 # ================================================================ 7

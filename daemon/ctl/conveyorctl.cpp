@@ -7,6 +7,10 @@
 #include "cli.h"
 
 int main(int argc, char** argv) {
+  // A reader of stdout that goes away (`conveyorctl ... -o - | head`) is a failed write,
+  // reported and cleaned up like any other, as the ffmpeg CLI reports "Broken pipe";
+  // not a silent death by SIGPIPE mid-call.
+  std::signal(SIGPIPE, SIG_IGN);
   std::ios::sync_with_stdio(false);
   const int rc = conveyor::ctl::RunConveyorctl(argc, argv, std::cout, std::cerr);
   if (rc > conveyor::ctl::kExitSignalBase) {

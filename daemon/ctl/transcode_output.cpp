@@ -231,8 +231,9 @@ Status ContainerWriter::Add(const v1::ContainerChunk& c) {
                       std::to_string(bytes_[r]));
     }
     bytes_[r] += c.data().size();
+    errno = 0;
     stdout_->write(c.data().data(), static_cast<std::streamsize>(c.data().size()));
-    if (!*stdout_) return FailedPrecondition("cannot write to stdout");
+    if (!*stdout_) return FailedPrecondition(errno != 0 ? ErrnoText("cannot write to stdout") : "cannot write to stdout");
     return OkStatus();
   }
   const std::string path = ContainerOutputPath(output_, r, extension_);

@@ -258,6 +258,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // Sends (or muxes) each rendition's JPEG of a finished frame as output frame
   // frames_out_ at `pts`; false once the session failed (a muxer refused it).
   bool WriteJpegs(const FrameResult& result, int64_t pts);
+  void LogFirstFrame() const;  // first_frame_, at debug level
   // Sends rendition `rendition` of frame `index`: into a free shared JPEG slot when the
   // job has them and it fits, else in OutputPacket.data messages.
   void SendJpeg(uint32_t rendition, uint64_t index, int64_t pts, const JpegBytes& jpeg);
@@ -278,6 +279,13 @@ class Session : public std::enable_shared_from_this<Session> {
   const WorkerInfo worker_;
   const std::chrono::system_clock::time_point started_wall_ = std::chrono::system_clock::now();
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  // Where the time to the first frame went (container input), logged at debug level once
+  // it is written: input opened (probe, decoder and its device), first frame decoded (of
+  // which waiting for input and decoding), and written.
+  struct FirstFrame {
+    std::chrono::steady_clock::time_point opened{}, decoded{};
+    double demux_s = 0, decode_s = 0;
+  } first_frame_;
 
   std::mutex sink_mu_;  // sink_ and closed_; no sink call comes back into the session
   SessionSink* sink_ = nullptr;

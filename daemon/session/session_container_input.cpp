@@ -173,6 +173,7 @@ Status Session::RunContainer() {
   StatusOr<std::unique_ptr<media::ContainerDecoder>> opened = media::ContainerDecoder::Open(&bytes_, o);
   if (!opened.ok()) return AsInputError(opened.status());
   std::unique_ptr<media::ContainerDecoder> decoder = std::move(opened).value();
+  first_frame_.opened = std::chrono::steady_clock::now();
   const media::VideoStreamInfo& v = decoder->video();
   meter_.SetCodec(v.codec);
   meter_.SetDecoder(v.hw_decoding);
@@ -321,6 +322,11 @@ Status Session::RunContainer() {
       return InvalidArgument("input: frame " + std::to_string(f.number) + " is " + std::to_string(f.width) + "x" +
                              std::to_string(f.height) + ", the stream started at " + std::to_string(v.width) + "x" +
                              std::to_string(v.height) + " (size changes are not supported)");
+    }
+    if (frames_in_.load() == 0) {
+      first_frame_.decoded = std::chrono::steady_clock::now();
+      first_frame_.demux_s = demux_seconds_;
+      first_frame_.decode_s = decode_seconds_;
     }
     frames_in_++;
     meter_.FrameIn();

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include <spdlog/spdlog.h>
+
 extern "C" {
 #include <libavutil/mathematics.h>
 }
@@ -306,7 +308,7 @@ void Session::WriteFrame(DoneFrame& frame) {
     for (int64_t repeat = 0; repeat < frame.times.count && ok; ++repeat) {
       ok = WriteJpegs(result, frame.times.pts + repeat);
       if (ok) {
-        frames_out_++;
+        if (frames_out_++ == 0) LogFirstFrame();
         last_pts_ = frame.times.pts + repeat;
       }
     }
@@ -332,6 +334,18 @@ void Session::WriteFrame(DoneFrame& frame) {
   // What it sent counts now (Send), so its reservation goes.
   DropUnsent(frame.reserved_bytes);
   FrameCompleted();
+}
+
+void Session::LogFirstFrame() const {
+  const auto now = std::chrono::steady_clock::now();
+  auto ms = [&](std::chrono::steady_clock::time_point t) {
+    return t == std::chrono::steady_clock::time_point{} ? -1.0
+                                                        : std::chrono::duration<double, std::milli>(t - started_).count();
+  };
+  spdlog::debug("session {}: first frame written at {:.1f} ms: input opened at {:.1f} ms, first frame decoded at "
+                "{:.1f} ms ({:.1f} ms waiting for input, {:.1f} ms decoding)",
+                id_, ms(now), ms(first_frame_.opened), ms(first_frame_.decoded), first_frame_.demux_s * 1e3,
+                first_frame_.decode_s * 1e3);
 }
 
 bool Session::WriteJpegs(const FrameResult& result, int64_t pts) {

@@ -2,7 +2,8 @@
 // not finish. It is killed by a signal, the daemon is killed, or the daemon's drain
 // times out, all mid-stream, while its input (a pipe this test holds open) is still
 // coming. Without --keep-partial nothing is left, no hidden temporary file either;
-// with it the partial file is at the requested path.
+// with it the partial file is at the requested path. A reader of stdout that goes away
+// is a reported failure.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -285,6 +286,25 @@ TEST_F(ConveyorctlOutputTest, ASelectionEndsTheCallWhileTheInputIsStillOpen) {
     ctl.Close();
     std::filesystem::remove_all(dir);
   }
+  EXPECT_EQ(daemon.Stop(), 0);
+}
+
+// The reader of stdout goes away (`-o - | head`): conveyorctl reports the broken pipe and
+// exits 1, as the ffmpeg CLI reports one, instead of dying of SIGPIPE without a word; the
+// daemon sees the call cancelled and serves on.
+TEST_F(ConveyorctlOutputTest, AReaderOfStdoutThatGoesAwayIsAReportedFailure) {
+  DaemonProcess daemon;
+  ASSERT_TRUE(daemon.ready());
+  const std::string dir = MakeTempDir();
+  const std::string command = "set -o pipefail; " + std::string(CONVEYORCTL_PATH) + " --target " + daemon.target() +
+                              " transcode " + LongInput() + " -o - --container mkv --no-progress-bar 2>" + dir +
+                              "/err | head -c 1000 > /dev/null";
+  const int status = Shell("bash -c '" + command + "'");
+  EXPECT_EQ(status, 1) << ReadText(dir + "/err");
+  EXPECT_NE(ReadText(dir + "/err").find("conveyorctl: FAILED_PRECONDITION: cannot write to stdout: Broken pipe"),
+            std::string::npos)
+      << ReadText(dir + "/err");
+  std::filesystem::remove_all(dir);
   EXPECT_EQ(daemon.Stop(), 0);
 }
 

@@ -351,11 +351,8 @@ Status ContainerDecoder::OpenVideoDecoder() {
   video_.pix_fmt = static_cast<AVPixelFormat>(st->codecpar->format);
   video_.time_base = st->time_base;
   video_.start_pts = st->start_time;
-  if (st->duration > 0) {
-    video_.duration = st->duration;
-  } else if (fmt->duration > 0) {
-    video_.duration = av_rescale_q(fmt->duration, AV_TIME_BASE_Q, st->time_base);
-  }
+  video_.duration = st->duration > 0    ? st->duration
+                    : fmt->duration > 0 ? av_rescale_q(fmt->duration, AV_TIME_BASE_Q, st->time_base) : 0;
   video_.frame_count = std::max<int64_t>(st->nb_frames, 0);
   video_.frame_rate = av_guess_frame_rate(fmt, st, nullptr);
   video_.sample_aspect = av_guess_sample_aspect_ratio(fmt, st, nullptr);

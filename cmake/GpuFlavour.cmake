@@ -40,11 +40,15 @@ elseif(CONVEYOR_GPU_FLAVOUR STREQUAL "amd")
   find_package(hip CONFIG REQUIRED)
   # gfx942 (MI300) only where the toolchain knows it; ROCm 5.2's clang-15 does not.
   set(CONVEYOR_AMD_ARCH_LIST ${CONVEYOR_AMD_ARCHS})
+  # (TMPDIR: see conveyor_add_gpu_sources.)
   file(WRITE "${CMAKE_BINARY_DIR}/arch_probe.hip" "__global__ void k() {}\n")
+  file(MAKE_DIRECTORY "${CMAKE_BINARY_DIR}/arch_probe.tmp")
   execute_process(
-    COMMAND ${HIPCC} --offload-arch=gfx942 -c "${CMAKE_BINARY_DIR}/arch_probe.hip"
+    COMMAND ${CMAKE_COMMAND} -E env TMPDIR=${CMAKE_BINARY_DIR}/arch_probe.tmp
+            ${HIPCC} --offload-arch=gfx942 -c "${CMAKE_BINARY_DIR}/arch_probe.hip"
             -o "${CMAKE_BINARY_DIR}/arch_probe.o"
     RESULT_VARIABLE _probe_rc OUTPUT_QUIET ERROR_QUIET)
+  file(REMOVE_RECURSE "${CMAKE_BINARY_DIR}/arch_probe.tmp")
   if(_probe_rc EQUAL 0)
     list(APPEND CONVEYOR_AMD_ARCH_LIST gfx942)
   else()
@@ -65,14 +69,27 @@ function(conveyor_add_gpu_sources target)
     foreach(a ${CONVEYOR_AMD_ARCH_LIST})
       list(APPEND arch_flags --offload-arch=${a})
     endforeach()
+    # The same warnings as the C++ code (CMakeLists.txt), and -Werror with CONVEYOR_WERROR.
+    set(warning_flags -Wall -Wextra)
+    if(CONVEYOR_WERROR)
+      list(APPEND warning_flags -Werror)
+    endif()
     file(GLOB headers "${CMAKE_CURRENT_SOURCE_DIR}/*.h" "${PROJECT_SOURCE_DIR}/base/*.h")
     foreach(src ${ARGN})
       get_filename_component(name ${src} NAME_WE)
       set(obj "${CMAKE_CURRENT_BINARY_DIR}/${name}.hip.o")
+      # clang 15's driver leaves two empty directories in TMPDIR for each device
+      # compilation (NAME-XXXXXX, newer clang removes them): each compilation gets a
+      # TMPDIR of its own in the build tree, removed after it.
+      set(tmp "${CMAKE_CURRENT_BINARY_DIR}/${name}.hip.tmp")
       add_custom_command(
         OUTPUT ${obj}
-        COMMAND ${HIPCC} ${arch_flags} -O3 -std=c++17 -fPIC -DCONVEYOR_GPU_AMD
-                -I${CMAKE_CURRENT_SOURCE_DIR} -I${PROJECT_SOURCE_DIR}/base -c ${CMAKE_CURRENT_SOURCE_DIR}/${src} -o ${obj}
+        COMMAND ${CMAKE_COMMAND} -E make_directory ${tmp}
+        COMMAND ${CMAKE_COMMAND} -E env TMPDIR=${tmp}
+                ${HIPCC} ${arch_flags} -O3 -std=c++17 -fPIC ${warning_flags} -DCONVEYOR_GPU_AMD
+                -I${CMAKE_CURRENT_SOURCE_DIR} -I${PROJECT_SOURCE_DIR}/base
+                -c ${CMAKE_CURRENT_SOURCE_DIR}/${src} -o ${obj}
+        COMMAND ${CMAKE_COMMAND} -E rm -rf ${tmp}
         DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${src} ${headers}
         COMMENT "hipcc ${src} (${CONVEYOR_AMD_ARCH_LIST})"
         VERBATIM)

@@ -11,6 +11,7 @@
 namespace conveyor::testing {
 
 // A new directory under $TMPDIR (else /tmp) named <prefix>-XXXXXX; empty on failure.
+// Removed with everything in it when this process exits (CONVEYOR_E2E_KEEP=1 keeps it).
 std::string MakeTempDir(const std::string& prefix);
 
 // VmRSS of process `pid` in bytes (/proc), 0 when it cannot be read.

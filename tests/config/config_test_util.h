@@ -3,6 +3,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include <filesystem>
@@ -16,11 +17,16 @@ namespace conveyor {
 
 class TempDir {
  public:
+  // Under $TMPDIR, as the other tests' directories. Without one there is nothing safe to
+  // remove at scope end, so the test process stops.
   TempDir() {
-    char tmpl[] = "/tmp/conveyor-cfgtest-XXXXXX";
-    const char* dir = mkdtemp(tmpl);
-    EXPECT_NE(dir, nullptr);
-    path_ = dir ? dir : "/tmp";
+    const char* base = getenv("TMPDIR");
+    std::string tmpl = std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/conveyor-cfgtest-XXXXXX";
+    if (mkdtemp(tmpl.data()) == nullptr) {
+      perror("mkdtemp");
+      abort();
+    }
+    path_ = tmpl;
   }
   ~TempDir() {
     std::error_code ec;

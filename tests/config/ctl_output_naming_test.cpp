@@ -76,11 +76,13 @@ TEST(FrameNamer, NumbersFromOneAsImage2AndFieldsFromTheFrame) {
 }
 
 TEST(FrameNamer, NamesThatCannotTellFramesApartAreRefused) {
-  for (const std::string& bad : {"poster.jpg", "{rendition}.jpg", "%5d.jpg", "%00d.jpg", "%s.jpg", "{pts}.jpg",
-                                 "{index.jpg"}) {
+  for (const char* bad :
+       {"poster.jpg", "{rendition}.jpg", "%5d.jpg", "%00d.jpg", "%s.jpg", "{pts}.jpg", "{index.jpg"}) {
     const StatusOr<FrameNamer> n = FrameNamer::Parse(bad, 1);
     EXPECT_FALSE(n.ok()) << bad;
-    if (!n.ok()) EXPECT_NE(n.status().message().find("--name"), std::string::npos) << n.status().message();
+    if (!n.ok()) {
+      EXPECT_NE(n.status().message().find("--name"), std::string::npos) << n.status().message();
+    }
   }
   EXPECT_FALSE(FrameNamer::Parse("%d.jpg", 2).ok()) << "two renditions, one name";
 }

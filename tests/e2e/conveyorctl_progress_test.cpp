@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -13,12 +12,14 @@
 
 #include "daemon_process.h"
 #include "test_files.h"
+#include "text_match.h"
 
 #ifdef CONVEYORCTL_PATH
 
 namespace conveyor::e2e {
 namespace {
 
+using conveyor::testing::AllMatches;
 using conveyor::testing::ReadText;
 
 // 10 s at 25 frames/s: 250 frames, which the MP4's header counts.
@@ -41,10 +42,9 @@ struct StatusLine {
 
 // The status lines conveyorctl drew: its stderr split at each carriage return.
 std::vector<StatusLine> Lines(const std::string& err) {
-  static const std::regex kLine(R"(frame=\s*(\d+) fps=\s*\d+ time=\S+ speed=\S+\s+(\d+)%)");
   std::vector<StatusLine> lines;
-  for (std::sregex_iterator it(err.begin(), err.end(), kLine), end; it != end; ++it) {
-    lines.push_back({std::stol((*it)[1]), std::stoi((*it)[2])});
+  for (const auto& m : AllMatches(err, R"(frame=\s*(\d+) fps=\s*\d+ time=\S+ speed=\S+\s+(\d+)%)")) {
+    lines.push_back({std::stol(m[0]), std::stoi(m[1])});
   }
   return lines;
 }
@@ -76,7 +76,9 @@ class ConveyorctlProgressTest : public ::testing::Test {
       const double expected = 100.0 * lines[i].frame / total;
       EXPECT_LE(std::abs(lines[i].percent - expected), 100.0 / total + 0.5 + 1e-9)
           << "line " << i << ": frame=" << lines[i].frame << " at " << lines[i].percent << "%";
-      if (i + 1 < lines.size()) EXPECT_LT(lines[i].percent, 100) << "line " << i << " says done early";
+      if (i + 1 < lines.size()) {
+        EXPECT_LT(lines[i].percent, 100) << "line " << i << " says done early";
+      }
     }
     EXPECT_EQ(lines.back().frame, total);
     EXPECT_EQ(lines.back().percent, 100);

@@ -58,7 +58,8 @@ class DaemonProcess {
   int tcp_port_ = -1, metrics_port_ = -1;
 };
 
-// A fresh temporary directory (removed by the caller or left for inspection).
+// A fresh temporary directory, removed with its contents when the test process exits
+// (testing::MakeTempDir; CONVEYOR_E2E_KEEP=1 keeps it for a look).
 std::string MakeTempDir();
 // Runs a shell command; returns its exit status.
 int Shell(const std::string& command);

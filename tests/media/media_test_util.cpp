@@ -302,4 +302,14 @@ DecodeRun DecodeFile(const std::string& path, const DecodeSetup& setup) {
   return Decode(*data, setup);
 }
 
+DecodeRun Decode(const std::vector<uint8_t>& data) {
+  static const DecodeSetup defaults;
+  return Decode(data, defaults);
+}
+
+DecodeRun DecodeFile(const std::string& path) {
+  static const DecodeSetup defaults;
+  return DecodeFile(path, defaults);
+}
+
 }  // namespace media_test

@@ -85,7 +85,12 @@ struct DecodeSetup {
 
 // Pushes `data` from a producer thread through a ByteQueue into a ContainerDecoder and
 // decodes to the end (or the first error), as the daemon will.
-DecodeRun Decode(const std::vector<uint8_t>& data, const DecodeSetup& setup = {});
-DecodeRun DecodeFile(const std::string& path, const DecodeSetup& setup = {});
+DecodeRun Decode(const std::vector<uint8_t>& data, const DecodeSetup& setup);
+DecodeRun DecodeFile(const std::string& path, const DecodeSetup& setup);
+// The same with the default setup. Overloads, not default arguments: with `= {}` every
+// caller builds and destroys a DecodeSetup, and GCC 12 at -O3 warns there, wrongly, that
+// its std::function members may be used uninitialized.
+DecodeRun Decode(const std::vector<uint8_t>& data);
+DecodeRun DecodeFile(const std::string& path);
 
 }  // namespace media_test

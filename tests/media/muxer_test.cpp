@@ -225,7 +225,9 @@ TEST_P(MuxSeekable, FinishesTheContainerWithItsDurationAndIndex) {
                             : format == ContainerFormat::kAvi    ? std::string("idx1")
                                                                  : std::string("moov");
   EXPECT_TRUE(Holds(*bytes, index)) << name;
-  if (format != ContainerFormat::kMov) EXPECT_FALSE(Holds(*live_bytes, index)) << name;
+  if (format != ContainerFormat::kMov) {
+    EXPECT_FALSE(Holds(*live_bytes, index)) << name;
+  }
   if (format == ContainerFormat::kMov) {
     EXPECT_FALSE(Holds(*bytes, "moof")) << "a plain MOV has no fragments";
     EXPECT_TRUE(Holds(*live_bytes, "moof")) << "live MOV is fragmented";

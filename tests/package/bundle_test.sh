@@ -9,7 +9,7 @@ build=$(readlink -f "${1:-build/cpu}")
 fail() { echo "bundle_test: FAIL: $*" >&2; exit 1; }
 step() { echo "bundle_test: $*"; }
 
-tmp=$(mktemp -d /tmp/conveyor-bundle.XXXXXX)
+tmp=$(mktemp -d -t conveyor-bundle.XXXXXX)  # under $TMPDIR, else /tmp
 daemon=
 cleanup() {
   [[ -n $daemon ]] && kill -TERM "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null

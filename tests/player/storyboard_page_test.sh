@@ -13,7 +13,7 @@ if [[ -z $chromium ]]; then
   echo "storyboard_page_test: chromium is not installed (deploy/install-deps.sh --test installs it)" >&2
   exit 1
 fi
-work=$(mktemp -d /tmp/conveyor-player.XXXXXX)
+work=$(mktemp -d -t conveyor-player.XXXXXX)  # under $TMPDIR, else /tmp
 daemon_pid=
 cleanup() {
   [[ -n $daemon_pid ]] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null

@@ -9,6 +9,7 @@ import argparse
 import fractions
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -30,8 +31,20 @@ class Ctx:
     def __init__(self, args, tag):
         self.work = work_dir(tag)
         self.daemon_binary = args.conveyord
-        self.daemon = Daemon(args.conveyord, self.work)
+        try:
+            self.daemon = Daemon(args.conveyord, self.work)
+        except BaseException:
+            self.remove_work()
+            raise
         self.target = self.daemon.target
+
+    def remove_work(self):
+        """Media, configs and the daemon's log go with the case; CONVEYOR_E2E_KEEP=1 keeps
+        them for a look, as in tests/e2e_py."""
+        if os.environ.get("CONVEYOR_E2E_KEEP"):
+            log("kept %s" % self.work)
+        else:
+            shutil.rmtree(self.work, ignore_errors=True)
 
     def path(self, name):
         return os.path.join(self.work, name)
@@ -367,6 +380,7 @@ def main():
     finally:
         if ctx is not None:
             ctx.daemon.stop()
+            ctx.remove_work()
 
 
 if __name__ == "__main__":

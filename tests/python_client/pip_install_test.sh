@@ -21,7 +21,7 @@ done
 command -v protoc >/dev/null || skip "no protoc (apt-get install protobuf-compiler)"
 command -v grpc_python_plugin >/dev/null || skip "no grpc_python_plugin (apt-get install protobuf-compiler-grpc)"
 
-work=$(mktemp -d /tmp/conveyor-pip-XXXXXX)
+work=$(mktemp -d -t conveyor-pip-XXXXXX)  # under $TMPDIR, else /tmp
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/src/clients"
 cp -r clients/python "$work/src/clients/python"

@@ -7,8 +7,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <regex>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -17,23 +15,15 @@
 #include "conveyor/v1/transcoder.grpc.pb.h"
 #include "daemon_process.h"
 #include "security_test_util.h"
+#include "text_match.h"
 
 namespace conveyor::security_test {
 namespace {
 
 using e2e::DaemonProcess;
 using e2e::Shell;
-
-// The lines of `text` that match `pattern`.
-std::vector<std::string> LinesMatching(const std::string& text, const std::string& pattern) {
-  const std::regex re(pattern);
-  std::vector<std::string> found;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    if (std::regex_search(line, re)) found.push_back(line);
-  }
-  return found;
-}
+using testing::FirstCapture;
+using testing::LinesMatching;
 
 // The daemon's plain (not a terminal, not the journal) line: time, level, message.
 constexpr char kOurLine[] =
@@ -62,17 +52,6 @@ class DaemonLog : public ::testing::Test {
   int port_ = 0;
   std::unique_ptr<DaemonProcess> daemon_;
 };
-
-// The first match of `pattern`'s group 1 in the lines of `text`, or "".
-std::string Capture(const std::string& text, const std::string& pattern) {
-  const std::regex re(pattern);
-  std::smatch m;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    if (std::regex_search(line, m, re)) return m[1];
-  }
-  return "";
-}
 
 // A Transcode stream that has sent its spec (and nothing else): the session it asked for
 // is held, or refused, until Finish() half-closes the stream.
@@ -156,15 +135,15 @@ TEST_F(DaemonLog, SessionStartsCapRefusalsAndCancelsNameWhoAndWhose) {
   const std::string started = std::string(kOurLine) + "audit: session_start " + kPeer + "identity=" + kIdentity +
                               R"( session=[0-9a-f]{16} worker=(?:"[^"]*"|\S+) label=""$)";
   ASSERT_TRUE(WaitUntil([&] { return !LinesMatching(log(), started).empty(); }, 10)) << log();
-  const std::string alpha = Capture(log(), started);
-  const std::string id = Capture(log(), R"(audit: session_start .* session=(\w+))");
+  const std::string alpha = FirstCapture(log(), started);
+  const std::string id = FirstCapture(log(), R"(audit: session_start .* session=(\w+))");
   EXPECT_NE(log().find("session " + id + ": started on"), std::string::npos) << log();
 
   OpenStream capped(as("s3cret-beta"));
   EXPECT_EQ(capped.Finish().error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   const std::string cap = std::string("audit: session_cap ") + kPeer + "identity=" + kIdentity +
                           R"re( code=RESOURCE_EXHAUSTED message="session limit reached \(1 active\)"$)re";
-  const std::string beta = Capture(log(), cap);
+  const std::string beta = FirstCapture(log(), cap);
   ASSERT_FALSE(beta.empty()) << log();
   EXPECT_NE(beta, alpha);
 
@@ -174,8 +153,8 @@ TEST_F(DaemonLog, SessionStartsCapRefusalsAndCancelsNameWhoAndWhose) {
   EXPECT_EQ(held.Finish().error_code(), grpc::StatusCode::CANCELLED);
   const std::string cancel = std::string("audit: cancel ") + kPeer + "identity=" + kIdentity + " session=" + id +
                              " owner=" + alpha + " code=";
-  EXPECT_EQ(Capture(log(), cancel + "NOT_FOUND$"), beta) << log();
-  const std::string root = Capture(log(), cancel + "OK$");
+  EXPECT_EQ(FirstCapture(log(), cancel + "NOT_FOUND$"), beta) << log();
+  const std::string root = FirstCapture(log(), cancel + "OK$");
   EXPECT_FALSE(root.empty()) << log();
   EXPECT_NE(root, alpha);
   EXPECT_NE(root, beta);
@@ -226,7 +205,7 @@ TEST_F(DaemonLog, AFloodOfRefusedTokensIsCutToTheBudgetAndSummedUp) {
   auto accounted = [&] {
     const std::string text = log();
     size_t n = LinesMatching(text, flood).size();
-    for (const std::string& line : LinesMatching(text, summary)) n += std::stoul(Capture(line, summary));
+    for (const std::string& line : LinesMatching(text, summary)) n += std::stoul(FirstCapture(line, summary));
     return n;
   };
   EXPECT_TRUE(WaitUntil([&] { return accounted() >= kCalls; }, 10)) << log();

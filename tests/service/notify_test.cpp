@@ -7,11 +7,12 @@
 
 #include <algorithm>
 #include <atomic>
-#include <regex>
+#include <string>
 
 #include "daemon_process.h"
 #include "service_test_util.h"
 #include "synthetic_frame.h"
+#include "text_match.h"
 
 namespace conveyor::service_test {
 namespace {
@@ -25,12 +26,11 @@ size_t FirstIndexOf(const std::vector<NotifySocket::Message>& m, const std::stri
 
 double Ms(std::chrono::steady_clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
-// The frames/s of a STATUS= line, or -1 when the line does not have the expected form.
+// The frames/s of the first STATUS= line of the expected form, or -1 when there is none.
 double StatusFps(const std::string& message) {
-  static const std::regex kStatus(R"((^|\n)STATUS=(draining, )?\d+ sessions?, (\d+\.\d) frames/s)");
-  std::smatch m;
-  if (!std::regex_search(message, m, kStatus)) return -1;
-  return std::stod(m[3].str());
+  const std::string fps =
+      testing::FirstCapture(message, R"(^STATUS=(?:draining, )?\d+ sessions?, (\d+\.\d) frames/s)");
+  return fps.empty() ? -1 : std::stod(fps);
 }
 
 TEST(Notify, ReadyAfterListenWatchdogAtHalfIntervalStatusAndStoppingOnSigterm) {

@@ -7,7 +7,6 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,9 +18,13 @@ namespace conveyor::session_test {
 class RegistrationCountingWorker : public Worker {
  public:
   // `info`: what it says it is (a GPU's, for the session manager to lend it registered
-  // memory); none: the inner worker's.
-  explicit RegistrationCountingWorker(std::unique_ptr<Worker> inner, std::optional<WorkerInfo> info = std::nullopt)
-      : inner_(std::move(inner)), info_(info ? *info : inner_->Info()) {}
+  // memory); without one, the inner worker's. (Two constructors, not an optional with a
+  // default argument: GCC 12 with AddressSanitizer warns, wrongly, that the empty
+  // std::optional each caller builds may be read uninitialized.)
+  explicit RegistrationCountingWorker(std::unique_ptr<Worker> inner)
+      : inner_(std::move(inner)), info_(inner_->Info()) {}
+  RegistrationCountingWorker(std::unique_ptr<Worker> inner, WorkerInfo info)
+      : inner_(std::move(inner)), info_(std::move(info)) {}
 
   std::string Describe() const override { return inner_->Describe(); }
   WorkerInfo Info() const override { return info_; }

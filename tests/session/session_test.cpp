@@ -35,6 +35,7 @@
 #include "session_manager.h"
 #include "stream_output.h"
 #include "synthetic_frame.h"
+#include "test_process.h"
 
 namespace conveyor {
 namespace {
@@ -60,9 +61,8 @@ constexpr int kClipWidth = 160, kClipHeight = 120, kClipFrames = 30;
 class ClipEnvironment : public ::testing::Environment {
  public:
   void SetUp() override {
-    char dir_template[] = "/tmp/conveyor-session-test-XXXXXX";
-    ASSERT_NE(mkdtemp(dir_template), nullptr);
-    dir_ = dir_template;
+    dir_ = testing::MakeTempDir("conveyor-session-test");
+    ASSERT_FALSE(dir_.empty());
     const std::string path = dir_ + "/clip.mkv";
     // B-frames (-bf 2) so the decoder reorders and pts are not in decode order.
     const std::string cmd = "/usr/bin/ffmpeg -nostdin -hide_banner -loglevel error -y -f lavfi -i testsrc2=size=" +
@@ -153,9 +153,9 @@ class Engine {
     std::vector<std::unique_ptr<Worker>> workers;
     std::unique_ptr<Worker> worker = MakeCpuWorker(wo);
     if (options.count_registrations) {
-      std::optional<WorkerInfo> info;
-      if (options.as_gpu) info = WorkerInfo{WorkerKind::kGpu, "hip-nvidia", 0, "test gpu", 0};
-      auto counting = std::make_unique<RegistrationCountingWorker>(std::move(worker), info);
+      const WorkerInfo gpu{WorkerKind::kGpu, "hip-nvidia", 0, "test gpu", 0};
+      auto counting = options.as_gpu ? std::make_unique<RegistrationCountingWorker>(std::move(worker), gpu)
+                                     : std::make_unique<RegistrationCountingWorker>(std::move(worker));
       counting_ = counting.get();
       worker = std::move(counting);
     }

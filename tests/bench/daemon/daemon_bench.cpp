@@ -259,7 +259,8 @@ int Run(const DaemonBenchOptions& o) {
               best.fps > 0 ? fps / best.fps : 0, first_frame, rss_idle / 1048576.0, rss_peak / 1048576.0);
   const double cpu_ms_per_frame = frames > 0 ? 1e3 * cpu_used / frames : 0;
   const double client_cpu_ms_per_frame = frames > 0 ? 1e3 * client_cpu_used / frames : 0;
-  std::printf("daemon CPU: %.2f ms a frame (user + system, all threads, over the timed sessions)\n", cpu_ms_per_frame);
+  std::printf("daemon CPU: %.2f ms a frame (user + system, all threads, over the timed sessions); this client %.2f ms\n",
+              cpu_ms_per_frame, client_cpu_ms_per_frame);
   std::printf("decoder: %s (Started.decoder; %s); decode asked: %s\n", decoder_tally.c_str(),
               decoder_details.empty() ? "no decoder named" : tally(decoder_details).c_str(),
               o.decode.empty() ? "unspecified (the daemon's decode.mode)" : o.decode.c_str());

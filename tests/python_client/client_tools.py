@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -63,11 +64,23 @@ class Daemon:
         self.proc = subprocess.Popen([binary, "--config", config, "--listen", self.target, "--workers", "cpu",
                                       "--cpu-threads", "2", "--log-level", "warn", "--metrics-listen", ""],
                                      stdout=self._log, stderr=subprocess.STDOUT)
+        # The socket file appears at bind(), a moment before listen(): wait until a
+        # connection is taken, or the first call can meet "Connection refused".
         give_up = time.monotonic() + 30
-        while not os.path.exists(self.socket_path):
+        while not self._accepts():
             check(self.proc.poll() is None, "conveyord exited with %s:\n%s" % (self.proc.returncode, self.log_tail()))
-            check(time.monotonic() < give_up, "conveyord made no socket in 30 s")
+            check(time.monotonic() < give_up, "conveyord took no connection on its socket in 30 s")
             time.sleep(0.02)
+
+    def _accepts(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(self.socket_path)
+            return True
+        except OSError:
+            return False
+        finally:
+            s.close()
 
     def log_tail(self):
         with open(self.log_path, "rb") as f:

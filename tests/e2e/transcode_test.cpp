@@ -182,7 +182,7 @@ TEST_F(TranscodeTest, A4kFrameTravelsInChunksUnderTheMessageLimit) {
   EXPECT_EQ(out.frames.at(0)[0], *want);
 }
 
-class ContainerOutputTest : public TranscodeTest, public ::testing::WithParamInterface<std::pair<int, const char*>> {};
+class ContainerOutputTest : public TranscodeTest, public ::testing::WithParamInterface<std::pair<int, std::string>> {};
 
 TEST_P(ContainerOutputTest, MuxedMjpegDecodesWithFfprobe) {
   TranscodeCall call;
@@ -206,8 +206,12 @@ TEST_P(ContainerOutputTest, MuxedMjpegDecodesWithFfprobe) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, ContainerOutputTest,
-                         ::testing::Values(std::make_pair(1, "mkv"), std::make_pair(2, "mov"),
-                                           std::make_pair(3, "avi")));
+                         ::testing::Values(std::make_pair(1, std::string("mkv")),
+                                           std::make_pair(2, std::string("mov")),
+                                           std::make_pair(3, std::string("avi"))),
+                         [](const ::testing::TestParamInfo<ContainerOutputTest::ParamType>& info) {
+                           return info.param.second;
+                         });
 
 TEST_F(TranscodeTest, AudioIsPassedThroughIntoTheContainer) {
   TranscodeCall call;

@@ -217,6 +217,10 @@ class ContainerDecoder {
   InputDamage damage() const;
   // Seconds spent in av_read_frame so far: demuxing, and waiting for input to arrive.
   double demux_seconds() const { return demux_seconds_; }
+  // Seconds Open spent settling hardware decoding: feeding the first packets until the
+  // decoder asked for its format, the hardware decoder's creation (FFmpeg's hwaccel init)
+  // included. 0 without hardware decoding offered.
+  double settle_seconds() const { return settle_seconds_; }
 
  private:
   ContainerDecoder(ByteQueue* input, const DecoderOptions& options);
@@ -312,6 +316,7 @@ class ContainerDecoder {
   int64_t frames_ = 0;
   int64_t video_packets_ = 0;
   double demux_seconds_ = 0;
+  double settle_seconds_ = 0;
   static constexpr int kMaxReceiveErrorsInARow = 1000;
   int receive_errors_in_a_row_ = 0;
   bool last_packet_cut_ = false;  // the last video packet read was cut short (AV_PKT_FLAG_CORRUPT at the end)

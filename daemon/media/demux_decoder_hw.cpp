@@ -1,6 +1,7 @@
 // ContainerDecoder's hardware decoding: offering the worker's device to the video
 // decoder, and settling, before the first frame, whether FFmpeg's hwaccel took it.
 #include <algorithm>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,12 @@ StatusOr<bool> ContainerDecoder::OfferHardware(const AVCodec* decoder) {
 }
 
 Status ContainerDecoder::SettleHardware() {
+  const auto start = std::chrono::steady_clock::now();
+  struct Timer {  // on every way out
+    std::chrono::steady_clock::time_point start;
+    double* seconds;
+    ~Timer() { *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); }
+  } timer{start, &settle_seconds_};
   std::vector<PacketPtr> sent;
   keep_sent_ = &sent;
   Status fed;

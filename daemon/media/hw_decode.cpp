@@ -92,6 +92,7 @@ std::shared_ptr<HwDecodeDevice> HwDecodeDevice::OwnCudaDevice(AVBufferRef* ref) 
   std::shared_ptr<HwDecodeDevice> d(new HwDecodeDevice(ref, AV_HWDEVICE_TYPE_CUDA, AV_PIX_FMT_CUDA));
   const auto* hw = reinterpret_cast<const AVHWDeviceContext*>(ref->data);
   d->engines_ = NvdecEngineCount(static_cast<const AVCUDADeviceContext*>(hw->hwctx)->cuda_ctx);
+  d->video_library_ = std::make_unique<VideoDecodeLibrary>();
   return d;
 }
 

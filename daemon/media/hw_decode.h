@@ -19,6 +19,7 @@
 
 #include "ffmpeg_handles.h"
 #include "frame_convert.h"
+#include "nvdec_engines.h"
 #include "status.h"
 
 extern "C" {
@@ -81,6 +82,7 @@ class HwDecodeDevice {
   const AVHWDeviceType type_;
   const AVPixelFormat hw_format_;
   int engines_ = -1;
+  std::unique_ptr<VideoDecodeLibrary> video_library_;  // CUDA: libnvcuvid, kept loaded
   std::atomic<uint64_t> held_bytes_{0};
 };
 

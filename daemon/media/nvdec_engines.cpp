@@ -62,4 +62,10 @@ int NvdecEngineCount(void* cu_context) {
   return caps.num_nvdecs;
 }
 
+VideoDecodeLibrary::VideoDecodeLibrary() : handle_(dlopen("libnvcuvid.so.1", RTLD_NOW | RTLD_LOCAL)) {}
+
+VideoDecodeLibrary::~VideoDecodeLibrary() {
+  if (handle_ != nullptr) dlclose(handle_);
+}
+
 }  // namespace conveyor::media

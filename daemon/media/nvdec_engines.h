@@ -11,4 +11,21 @@ namespace conveyor::media {
 // without the count).
 int NvdecEngineCount(void* cu_context);
 
+// libnvcuvid.so.1 held open while this lives. FFmpeg's nvdec dlopens the library for each
+// decoder it creates and dlcloses it when that decoder goes, so a session that starts
+// while no other decoder is open would load it again, initialisation and all; a device
+// that keeps one of these spares its sessions that. Not loaded (no NVIDIA driver): a
+// no-op.
+class VideoDecodeLibrary {
+ public:
+  VideoDecodeLibrary();
+  ~VideoDecodeLibrary();
+  VideoDecodeLibrary(const VideoDecodeLibrary&) = delete;
+  VideoDecodeLibrary& operator=(const VideoDecodeLibrary&) = delete;
+  bool loaded() const { return handle_ != nullptr; }
+
+ private:
+  void* handle_;
+};
+
 }  // namespace conveyor::media

@@ -174,6 +174,7 @@ Status Session::RunContainer() {
   if (!opened.ok()) return AsInputError(opened.status());
   std::unique_ptr<media::ContainerDecoder> decoder = std::move(opened).value();
   first_frame_.opened = std::chrono::steady_clock::now();
+  first_frame_.settle_s = decoder->settle_seconds();
   const media::VideoStreamInfo& v = decoder->video();
   meter_.SetCodec(v.codec);
   meter_.SetDecoder(v.hw_decoding);

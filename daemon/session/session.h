@@ -25,6 +25,7 @@
 #include "assembly_ring_pool.h"
 #include "byte_queue.h"
 #include "decode_balancer.h"
+#include "decode_hand_off.h"
 #include "conveyor/v1/transcoder.pb.h"
 #include "display_orientation.h"
 #include "frame_assembly_ring.h"
@@ -43,6 +44,7 @@
 
 namespace conveyor::media {
 class ContainerDecoder;
+struct VideoStreamInfo;
 }
 
 namespace conveyor {
@@ -174,7 +176,16 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   void Run();
+  // Container input: the decode thread (DecodeAhead) runs up to kDecodeAheadFrames
+  // (session_memory.h) ahead
+  // of the pipeline thread (RunContainer), which selects, converts and submits.
   Status RunContainer();
+  struct DecodedForPipeline;  // what the decode thread hands over (session_container_input.cpp)
+  // The decode thread: demuxes and decodes into `hand_off` until the input ends (OK), the
+  // hand-off stops or decoding fails, and seeks again when a seek landed late.
+  Status DecodeAhead(media::ContainerDecoder& decoder, const media::VideoStreamInfo& v, int64_t start_target,
+                     int64_t rate_duration, const std::shared_ptr<media::SurfaceGate>& surfaces,
+                     std::shared_ptr<DecodeBalancer::Ticket>& ticket, DecodeHandOff<DecodedForPipeline>& hand_off);
   // Device frames the session may hold (its SurfaceGate's bound, the decoder's extra
   // surfaces): decode.held_frames plus those its own stages hold back.
   int HeldDeviceFrames() const;
@@ -378,7 +389,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // Container input's damage (the pipeline thread writes them; Progress reads them).
   std::atomic<uint64_t> decode_errors_{0}, frames_dropped_{0};
   std::atomic<bool> truncated_{false};
-  std::string damage_note_;  // the first error, for the session's one warning; pipeline thread
+  std::mutex damage_mu_;     // damage_note_: the decode and pipeline threads write it
+  std::string damage_note_;  // the first error, for the session's one warning
   std::atomic<int64_t> last_activity_ns_{0};
   std::chrono::steady_clock::time_point last_progress_ = std::chrono::steady_clock::now();
   int64_t last_pts_ = 0;  // of the last frame written (Progress.pts); the output thread's

@@ -4,9 +4,11 @@
 #include "session.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -38,6 +40,18 @@ Status AsInputError(const Status& s) {
 
 }  // namespace
 
+struct Session::DecodedForPipeline {
+  Status status;     // not OK: decoding failed (the last item)
+  bool end = false;  // the input ended (the last item)
+  media::DecodedFrame frame;
+  int64_t pts = 0;       // the frame's, else its number
+  int64_t duration = 0;  // the packet's, else one frame at the stream's rate
+  // A device frame: its picture moved into its owner, which holds one of the session's
+  // surfaces (SurfaceGate) from the moment it is decoded.
+  std::shared_ptr<media::DeviceFrameOwner> device_owner;
+  media::DeviceFrameView device_view;
+};
+
 void Session::RecordDamage(const media::ContainerDecoder& decoder) {
   spooled_bytes_.store(decoder.spooled_bytes());
   const media::InputDamage& d = decoder.damage();
@@ -45,6 +59,7 @@ void Session::RecordDamage(const media::ContainerDecoder& decoder) {
   const uint64_t before = decode_errors_.exchange(errors);
   if (errors > before) meter_.DecodeErrors(errors - before);
   if (d.truncated && !truncated_.exchange(true)) meter_.InputTruncated();
+  std::lock_guard<std::mutex> lock(damage_mu_);
   if (damage_note_.empty() && !d.first_error.empty()) damage_note_ = d.first_error;
 }
 
@@ -224,7 +239,6 @@ Status Session::RunContainer() {
     });
   }
   media::FrameConverter converter(options_.untagged_matrix);
-  media::DecodedFrame f;
   bool have_last_pts = false;
   int64_t last_pts = 0;
   // Unless deinterlacing is off, a frame waits for the next one: the deinterlace stage
@@ -251,7 +265,8 @@ Status Session::RunContainer() {
           ? av_rescale_q(1, AVRational{v.frame_rate.den, v.frame_rate.num}, v.time_base)
           : 0;
   int64_t kept_end = 0;
-  // The device frames on their way to the worker; the decoder's surfaces are bounded.
+  // The device frames on their way to the worker, those waiting in the hand-off included;
+  // the decoder's surfaces are bounded.
   auto surfaces = std::make_shared<media::SurfaceGate>(HeldDeviceFrames());
   // start_seconds on an input that can seek: decoding starts at the keyframe before it.
   // The first frame decoded shows whether the demuxer found one early enough (MPEG-TS
@@ -260,46 +275,142 @@ Status Session::RunContainer() {
   const int64_t stream_start = v.start_pts == AV_NOPTS_VALUE ? 0 : v.start_pts;
   const int64_t start_target =
       decoder->can_seek() ? selection.SeekTarget().value_or(stream_start) : stream_start;
-  int64_t seek_target = start_target;
-  int64_t seek_back = std::max<int64_t>(1, v.time_base.num > 0 ? v.time_base.den / v.time_base.num : 1);
-  bool check_seek = false;
-  bool rewound = false;  // SeekToStart done: decoding starts at the input's beginning
-  if (seek_target > stream_start) {
-    RETURN_IF_ERROR(AsInputError(decoder->SeekBefore(seek_target)));
-    check_seek = true;
-  }
+  if (start_target > stream_start) RETURN_IF_ERROR(AsInputError(decoder->SeekBefore(start_target)));
+  DecodeHandOff<DecodedForPipeline> hand_off(kDecodeAheadFrames);
+  std::atomic<bool> decoding{true};
+  std::thread decode_thread([&] {
+    DecodedForPipeline last;
+    last.status = DecodeAhead(*decoder, v, start_target, rate_duration, surfaces, ticket, hand_off);
+    last.end = last.status.ok();
+    decoding = false;
+    hand_off.Push(std::move(last));
+  });
+  // On every way out: an end before the input's (frame selection, max_frames, a failure)
+  // stops the decode thread, and its reading, before the decoder goes.
+  struct Joiner {
+    DecodeHandOff<DecodedForPipeline>& hand_off;
+    std::atomic<bool>& decoding;
+    media::ByteQueue& bytes;
+    std::thread& thread;
+    void Join() {
+      if (!thread.joinable()) return;
+      hand_off.Stop();
+      if (decoding) bytes.Cancel();  // the input is read no further
+      thread.join();
+    }
+    ~Joiner() { Join(); }
+  } joiner{hand_off, decoding, bytes_, decode_thread};
   auto end_input = [&]() -> Status {
     if (auto last = window.Finish()) RETURN_IF_ERROR(submit(std::move(*last)));
     return FinishKept(kept_end);
   };
   for (;;) {
+    std::optional<DecodedForPipeline> next = hand_off.Pop();
+    if (!next) return Internal("the decode thread stopped without a last word");
+    DecodedForPipeline& d = *next;
+    if (!d.status.ok()) return d.status;
+    if (d.end) {
+      joiner.Join();
+      RETURN_IF_ERROR(end_input());
+      if (frames_in_.load() == 0 && decoder->damage().decode_errors > 0) {
+        return InvalidArgument("input: no frame could be decoded (" +
+                               std::to_string(decoder->damage().decode_errors) +
+                               " decode errors; first: " + decoder->damage().first_error + ")");
+      }
+      return OkStatus();
+    }
+    media::DecodedFrame& f = d.frame;
+    const int64_t pts = d.pts;
+    const FrameSelection::Verdict verdict = selection.Decide(pts);
+    if (verdict == FrameSelection::Verdict::kDrop) continue;
+    if (verdict == FrameSelection::Verdict::kStop) return end_input();
+    std::shared_ptr<void> keepalive;
+    StatusOr<media::ConvertedFrame> converted = Status();
+    FrameRequest::DeviceInput device;
+    if (d.device_owner) {
+      // A surface in the worker's device memory: the worker copies it device to device.
+      device.enabled = true;
+      device.p010 = d.device_view.p010;
+      media::ConvertedFrame c;
+      c.view = d.device_view.view;
+      converted = c;
+      keepalive = std::move(d.device_owner);
+    } else if (media::PassThroughFormat(f.format)) {
+      std::shared_ptr<AVFrame> ref(av_frame_clone(f.frame.get()), [](AVFrame* p) { av_frame_free(&p); });
+      if (!ref) return ResourceExhausted("av_frame_clone: out of memory");
+      converted = converter.Convert(*ref);
+      keepalive = ref;
+    } else {
+      ASSIGN_OR_RETURN(PixelFormat target, media::EncoderFormatFor(f.format));
+      auto buffer = std::make_shared<std::vector<uint8_t>>(PackedFrameSize(target, f.width, f.height));
+      converted = converter.Convert(*f.frame, buffer->data(), buffer->size());
+      keepalive = buffer;
+    }
+    if (!converted.ok()) return AsInputError(converted.status());
+    if (job_.container_output && have_last_pts && pts <= last_pts) {
+      // A muxer takes only increasing pts; the ffmpeg CLI drops such a frame too.
+      frames_dropped_++;
+      meter_.FrameDropped();
+      std::lock_guard<std::mutex> lock(damage_mu_);
+      if (damage_note_.empty()) {
+        damage_note_ = "frame " + std::to_string(f.number) + " dropped: pts " + std::to_string(pts) +
+                       " is not after " + std::to_string(last_pts);
+      }
+      continue;
+    }
+    have_last_pts = true;
+    last_pts = pts;
+    kept_end = pts + d.duration;
+    if (!may_deinterlace) {
+      RETURN_IF_ERROR(SubmitKept(KeptFrame{converted->view, pts, std::move(keepalive), nullptr, std::nullopt, device}));
+    } else if (auto ready = window.Push(
+                   {converted->view, pts, std::move(keepalive), f.interlaced, f.top_field_first, device})) {
+      RETURN_IF_ERROR(submit(std::move(*ready)));
+    }
+    // max_frames reached: the input is read no further (the call ends; see JobSpec).
+    if (selection.done() || SamplingDone()) return end_input();
+  }
+}
+
+Status Session::DecodeAhead(media::ContainerDecoder& decoder, const media::VideoStreamInfo& v, int64_t start_target,
+                            int64_t rate_duration, const std::shared_ptr<media::SurfaceGate>& surfaces,
+                            std::shared_ptr<DecodeBalancer::Ticket>& ticket,
+                            DecodeHandOff<DecodedForPipeline>& hand_off) {
+  const int64_t stream_start = v.start_pts == AV_NOPTS_VALUE ? 0 : v.start_pts;
+  int64_t seek_target = start_target;
+  int64_t seek_back = std::max<int64_t>(1, v.time_base.num > 0 ? v.time_base.den / v.time_base.num : 1);
+  bool check_seek = start_target > stream_start;
+  bool rewound = false;  // SeekToStart done: decoding starts at the input's beginning
+  media::DecodedFrame f;
+  for (;;) {
     const auto waiting = std::chrono::steady_clock::now();
     while (!surfaces->WaitForRoom(std::chrono::milliseconds(100))) {
+      if (hand_off.stopped()) return Status(StatusCode::kCancelled, "the pipeline stopped");
       std::lock_guard<std::mutex> lock(state_mu_);
       if (cancelled_) return failure_;
     }
     const auto decode_start = std::chrono::steady_clock::now();
     surfaces_wait_seconds_ += std::chrono::duration<double>(decode_start - waiting).count();
-    const double demuxed_before = decoder->demux_seconds();
-    StatusOr<bool> more = decoder->Next(&f);
-    const double demux_seconds = decoder->demux_seconds() - demuxed_before;
+    const double demuxed_before = decoder.demux_seconds();
+    StatusOr<bool> more = decoder.Next(&f);
+    const double demux_seconds = decoder.demux_seconds() - demuxed_before;
     const double decode_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - decode_start).count() - demux_seconds;
     demux_seconds_ += demux_seconds;
     decode_seconds_ += decode_seconds;
-    RecordDamage(*decoder);
+    RecordDamage(decoder);
     if (ticket) {
       decode_balancer_->Tick(decode_worker_);
       if (ticket->move_requested()) {
-        decoder->MoveToSoftwareAtNextKeyframe("the video engines are the bottleneck and CPU cores are idle");
+        decoder.MoveToSoftwareAtNextKeyframe("the video engines are the bottleneck and CPU cores are idle");
         ticket.reset();
       }
     }
-    if (decoder_failover_.empty() && !decoder->hw_failover().empty()) {
+    if (decoder_failover_.empty() && !decoder.hw_failover().empty()) {
       ticket.reset();
-      decoder_failover_ = decoder->hw_failover();
+      decoder_failover_ = decoder.hw_failover();
       using Reason = metrics::DaemonMetrics::FailoverReason;
-      const media::ContainerDecoder::GiveUp why = decoder->hw_give_up();
+      const media::ContainerDecoder::GiveUp why = decoder.hw_give_up();
       meter_.FailedOver(why == media::ContainerDecoder::GiveUp::kMoved    ? Reason::kBalance
                         : why == media::ContainerDecoder::GiveUp::kFormat ? Reason::kFormat
                                                                           : Reason::kError);
@@ -310,15 +421,7 @@ Status Session::RunContainer() {
       }
     }
     if (!more.ok()) return AsInputError(more.status());
-    if (!*more) {
-      RETURN_IF_ERROR(end_input());
-      if (frames_in_.load() == 0 && decoder->damage().decode_errors > 0) {
-        return InvalidArgument("input: no frame could be decoded (" +
-                               std::to_string(decoder->damage().decode_errors) +
-                               " decode errors; first: " + decoder->damage().first_error + ")");
-      }
-      return OkStatus();
-    }
+    if (!*more) return OkStatus();  // the input's end
     if (f.width != v.width || f.height != v.height) {
       return InvalidArgument("input: frame " + std::to_string(f.number) + " is " + std::to_string(f.width) + "x" +
                              std::to_string(f.height) + ", the stream started at " + std::to_string(v.width) + "x" +
@@ -338,13 +441,13 @@ Status Session::RunContainer() {
       if (pts > start_target && seek_target > stream_start) {
         seek_target = std::max(stream_start, seek_target - seek_back);
         seek_back *= 2;
-        RETURN_IF_ERROR(AsInputError(decoder->SeekBefore(seek_target)));
+        RETURN_IF_ERROR(AsInputError(decoder.SeekBefore(seek_target)));
         check_seek = true;
         continue;
       }
       if (pts > start_target && !rewound) {
         rewound = true;
-        const Status to_start = decoder->SeekToStart();
+        const Status to_start = decoder.SeekToStart();
         // A demuxer without byte seeks has an index, which found the GOP already.
         if (to_start.code() != StatusCode::kFailedPrecondition) {
           RETURN_IF_ERROR(AsInputError(to_start));
@@ -352,57 +455,19 @@ Status Session::RunContainer() {
         }
       }
     }
-    const FrameSelection::Verdict verdict = selection.Decide(pts);
-    if (verdict == FrameSelection::Verdict::kDrop) continue;
-    if (verdict == FrameSelection::Verdict::kStop) return end_input();
+    DecodedForPipeline d;
+    d.pts = pts;
     // Read before a device frame's picture moves into its owner below.
-    const int64_t duration = f.frame->pkt_duration > 0 ? f.frame->pkt_duration : rate_duration;
-    std::shared_ptr<void> keepalive;
-    StatusOr<media::ConvertedFrame> converted = Status();
-    FrameRequest::DeviceInput device;
+    d.duration = f.frame->pkt_duration > 0 ? f.frame->pkt_duration : rate_duration;
     if (f.frame->hw_frames_ctx != nullptr) {
-      // A surface in the worker's device memory: the worker copies it device to device.
       StatusOr<media::DeviceFrameView> surface = media::ViewOfDeviceFrame(*f.frame, options_.untagged_matrix);
       if (!surface.ok()) return AsInputError(surface.status());
-      device.enabled = true;
-      device.p010 = surface->p010;
-      media::ConvertedFrame c;
-      c.view = surface->view;
-      converted = c;
-      keepalive = std::make_shared<media::DeviceFrameOwner>(decode_device_, std::move(f.frame), surfaces);
-    } else if (media::PassThroughFormat(f.format)) {
-      std::shared_ptr<AVFrame> ref(av_frame_clone(f.frame.get()), [](AVFrame* p) { av_frame_free(&p); });
-      if (!ref) return ResourceExhausted("av_frame_clone: out of memory");
-      converted = converter.Convert(*ref);
-      keepalive = ref;
-    } else {
-      ASSIGN_OR_RETURN(PixelFormat target, media::EncoderFormatFor(f.format));
-      auto buffer = std::make_shared<std::vector<uint8_t>>(PackedFrameSize(target, f.width, f.height));
-      converted = converter.Convert(*f.frame, buffer->data(), buffer->size());
-      keepalive = buffer;
+      d.device_view = *surface;
+      d.device_owner = std::make_shared<media::DeviceFrameOwner>(decode_device_, std::move(f.frame), surfaces);
     }
-    if (!converted.ok()) return AsInputError(converted.status());
-    if (job_.container_output && have_last_pts && pts <= last_pts) {
-      // A muxer takes only increasing pts; the ffmpeg CLI drops such a frame too.
-      frames_dropped_++;
-      meter_.FrameDropped();
-      if (damage_note_.empty()) {
-        damage_note_ = "frame " + std::to_string(f.number) + " dropped: pts " + std::to_string(pts) +
-                       " is not after " + std::to_string(last_pts);
-      }
-      continue;
-    }
-    have_last_pts = true;
-    last_pts = pts;
-    kept_end = pts + duration;
-    if (!may_deinterlace) {
-      RETURN_IF_ERROR(SubmitKept(KeptFrame{converted->view, pts, std::move(keepalive), nullptr, std::nullopt, device}));
-    } else if (auto ready = window.Push(
-                   {converted->view, pts, std::move(keepalive), f.interlaced, f.top_field_first, device})) {
-      RETURN_IF_ERROR(submit(std::move(*ready)));
-    }
-    // max_frames reached: the input is read no further (the call ends; see JobSpec).
-    if (selection.done() || SamplingDone()) return end_input();
+    d.frame = std::move(f);
+    f = media::DecodedFrame{};
+    if (!hand_off.Push(std::move(d))) return Status(StatusCode::kCancelled, "the pipeline stopped");
   }
 }
 

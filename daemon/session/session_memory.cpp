@@ -54,11 +54,13 @@ SessionMemoryEstimate EstimateSessionMemory(const Job& job, const SessionOptions
   if (job.container_input) {
     const int threads = DecoderThreads(options.decode_threads);
     const uint64_t frame = PackedFrameSize(PixelFormat::kYuv420p, source_width, source_height);
-    // The decoder's references and a frame a thread, the lane's, the one with the
-    // worker, and the two a deinterlaced frame waits with (its previous and its next).
+    // The decoder's references and a frame a thread, those decoded ahead, the lane's,
+    // the one with the worker, and the two a deinterlaced frame waits with (its previous
+    // and its next).
     const uint64_t window = job.deinterlace == Job::Deinterlace::kOff ? 0 : 2;
     e.input_bytes = static_cast<uint64_t>(options.input_bytes) + kProbeBytes;
-    e.frame_bytes = (kDecoderReferenceFrames + static_cast<uint64_t>(threads) + queue + 1 + window) * frame;
+    e.frame_bytes =
+        (kDecoderReferenceFrames + static_cast<uint64_t>(threads) + kDecodeAheadFrames + queue + 1 + window) * frame;
     e.overhead_bytes += static_cast<uint64_t>(threads) * kDecoderThreadBytes;
   } else if (job.shared_memory_slots == 0) {
     // Frames from messages: queued here, in the lane, with the worker and being assembled

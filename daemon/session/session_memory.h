@@ -26,6 +26,9 @@ inline constexpr uint64_t kSessionOverheadBytes = 8ull << 20;
 inline constexpr uint64_t kDecoderThreadBytes = 2ull << 20;
 // Frames the decoder may keep as references: H.264's most (16).
 inline constexpr int kDecoderReferenceFrames = 16;
+// Decoded frames a container session's decode thread may hold ready ahead of its
+// pipeline thread (DecodeHandOff).
+inline constexpr int kDecodeAheadFrames = 3;
 // FFmpeg's default probesize: container bytes the demuxer may read ahead while probing.
 inline constexpr uint64_t kProbeBytes = 5000000;
 // Container input's source size before it is known: admission charges a 1920x1080

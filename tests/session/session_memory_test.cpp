@@ -99,12 +99,13 @@ TEST(SessionMemory, Container4kOnceProbed) {
   EXPECT_FALSE(e.provisional);
   // The input queue and FFmpeg's 5000000-byte probe.
   EXPECT_EQ(e.input_bytes, 16777216u + 5000000u);
-  // 16 references + 4 decode threads + 4 in the lane + 1 with the worker + 2 for the
-  // deinterlace window (deinterlace auto): 27 frames of 3840 x 2160 x 1.5 = 12441600.
-  EXPECT_EQ(e.frame_bytes, 27u * 12441600u);
+  // 16 references + 4 decode threads + 3 decoded ahead + 4 in the lane + 1 with the
+  // worker + 2 for the deinterlace window (deinterlace auto): 30 frames of 3840 x 2160 x
+  // 1.5 = 12441600.
+  EXPECT_EQ(e.frame_bytes, 30u * 12441600u);
   EXPECT_EQ(e.output_bytes, 67108864u + 5u * 12445696u);
   EXPECT_EQ(e.overhead_bytes, 8388608u + 4u * 2097152u);
-  EXPECT_EQ(e.total(), 503814976u);  // about 480 MiB
+  EXPECT_EQ(e.total(), 503814976u + 3u * 12441600u);  // about 516 MiB
 }
 
 TEST(SessionMemory, ContainerAtAdmissionCountsA1080pSourceUntilProbed) {
@@ -117,16 +118,16 @@ TEST(SessionMemory, ContainerAtAdmissionCountsA1080pSourceUntilProbed) {
   const SessionMemoryEstimate e = EstimateAtAdmission(ParsedJob(spec), o);
   EXPECT_TRUE(e.provisional);
   EXPECT_EQ(e.Describe(), "container input (1920x1080 until probed)");
-  EXPECT_EQ(e.frame_bytes, (16u + 2u + 4u + 1u) * 3110400u);  // no deinterlace window
+  EXPECT_EQ(e.frame_bytes, (16u + 2u + 3u + 4u + 1u) * 3110400u);  // no deinterlace window
   EXPECT_EQ(e.overhead_bytes, 8388608u + 2u * 2097152u);
-  EXPECT_EQ(e.total(), 71539200u + 21777216u + 82796544u + 12582912u);
+  EXPECT_EQ(e.total(), 80870400u + 21777216u + 82796544u + 12582912u);
 
   // Under smaller limits the provisional size is the limits'.
   o.limits.max_width = 1280;
   o.limits.max_height = 720;
   const SessionMemoryEstimate small = EstimateAtAdmission(ParsedJob(spec), o);
   EXPECT_EQ(small.Describe(), "container input (1280x720 until probed)");
-  EXPECT_EQ(small.frame_bytes, 23u * 1382400u);
+  EXPECT_EQ(small.frame_bytes, 26u * 1382400u);
 }
 
 TEST(SessionMemory, TheBoundsScaleTheEstimate) {

@@ -90,12 +90,12 @@ TEST(MemoryBudget, RefusesSessionsPastTheBudgetAndAReloadThatRaisesItAdmitsThem)
   }
   ASSERT_TRUE(WaitForActiveSessions(stub.get(), 0, 10));
 
-  // Container input is admitted as 1920x1080 (186 MiB) and refused once the decoder has
-  // found 2560x1440 (255 MiB), before Started.
+  // Container input is admitted as 1920x1080 (195 MiB) and refused once the decoder has
+  // found 2560x1440 (271 MiB), before Started.
   const e2e::TranscodeOutcome probed = e2e::RunTranscode(stub.get(), ContainerCall(clip));
   EXPECT_EQ(probed.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << probed.status.error_message();
   EXPECT_NE(probed.status.error_message().find(
-                "limits.memory_budget_bytes: a 2560x1440 session needs about 255 MiB and 250 of 250 MiB are free"),
+                "limits.memory_budget_bytes: a 2560x1440 session needs about 271 MiB and 250 of 250 MiB are free"),
             std::string::npos)
       << probed.status.error_message();
   EXPECT_FALSE(probed.started);

@@ -1,6 +1,6 @@
 // A Transcode stream's container input (see session.h): bytes from the reactor into the
-// byte queue, and the pipeline thread's loop that demuxes, decodes and converts them
-// into frames for the worker.
+// byte queue, the decode thread's loop that demuxes and decodes them (DecodeAhead), and
+// the pipeline thread's that selects and converts the frames for the worker.
 #include "session.h"
 
 #include <algorithm>

@@ -78,7 +78,9 @@ std::string FormatProgress(const ProgressSpan& span, uint64_t frames, std::optio
   }
   const std::optional<double> share = done ? std::optional<double>(1.0) : ShareDone(span, frames, time_s);
   if (share) {
-    n += std::snprintf(line + n, sizeof(line) - n, " %3.0f%%", *share * 100);
+    // Rounded down, and 99 % at most until the end: a line never says done before it is.
+    const double percent = done ? 100.0 : std::min(99.0, std::floor(*share * 100));
+    n += std::snprintf(line + n, sizeof(line) - n, " %3.0f%%", percent);
     if (!done && *share > 0 && elapsed_s > 0) {
       const double eta = elapsed_s * (1 - *share) / *share;
       std::snprintf(line + n, sizeof(line) - n, " ETA %d:%02d", static_cast<int>(eta) / 60,

@@ -73,7 +73,10 @@ TEST(ProgressLine, TheShareFollowsTheOutputNotTheInputSent) {
 TEST(ProgressLine, TheTextIsTheCliStatusLine) {
   const ProgressSpan span = SpanOf(TenSeconds(), v1::JobSpec());
   EXPECT_EQ(FormatProgress(span, 0, std::nullopt, 0.5), "frame=     0 fps=   0 time=N/A speed=N/A   0%");
-  EXPECT_EQ(FormatProgress(span, 125, 4.96, 2.0), "frame=   125 fps=  62 time=00:00:04.96 speed=2.48x  50% ETA 0:02");
+  // The share is rounded down (49.6 % shows 49 %), and says 100 % only once done: 99.6 %
+  // before the end shows 99 %.
+  EXPECT_EQ(FormatProgress(span, 125, 4.96, 2.0), "frame=   125 fps=  62 time=00:00:04.96 speed=2.48x  49% ETA 0:02");
+  EXPECT_EQ(FormatProgress(span, 249, 9.96, 4.0), "frame=   249 fps=  62 time=00:00:09.96 speed=2.49x  99% ETA 0:00");
   EXPECT_EQ(FormatProgress(span, 250, 9.96, 4.0, true), "frame=   250 fps=  62 time=00:00:09.96 speed=2.49x 100%");
   const ProgressSpan unknown;
   EXPECT_EQ(FormatProgress(unknown, 3725, 3725.0, 1862.5), "frame=  3725 fps=   2 time=01:02:05.00 speed=2x");

@@ -69,12 +69,12 @@ class ConveyorctlProgressTest : public ::testing::Test {
 
   // Each line's share is its frames' share of `total` within a frame (a line shows the
   // time of its last frame, which is a frame short of where that frame ends) and the
-  // rounding; the last line is the whole, and no other says 100 %.
+  // rounding down; the last line is the whole, and no other says 100 %.
   void ExpectSharesOfFrames(const std::vector<StatusLine>& lines, long total) {
     ASSERT_FALSE(lines.empty());
     for (size_t i = 0; i < lines.size(); ++i) {
       const double expected = 100.0 * lines[i].frame / total;
-      EXPECT_LE(std::abs(lines[i].percent - expected), 100.0 / total + 0.5 + 1e-9)
+      EXPECT_LE(std::abs(lines[i].percent - expected), 100.0 / total + 1.0 + 1e-9)
           << "line " << i << ": frame=" << lines[i].frame << " at " << lines[i].percent << "%";
       if (i + 1 < lines.size()) {
         EXPECT_LT(lines[i].percent, 100) << "line " << i << " says done early";

@@ -91,8 +91,8 @@ StatusOr<std::shared_ptr<HwDecodeDevice>> HwDecodeDevice::OpenCuda(int device, v
 std::shared_ptr<HwDecodeDevice> HwDecodeDevice::OwnCudaDevice(AVBufferRef* ref) {
   std::shared_ptr<HwDecodeDevice> d(new HwDecodeDevice(ref, AV_HWDEVICE_TYPE_CUDA, AV_PIX_FMT_CUDA));
   const auto* hw = reinterpret_cast<const AVHWDeviceContext*>(ref->data);
+  d->video_library_ = std::make_unique<SharedLibrary>("libnvcuvid.so.1");  // loaded once, before the count
   d->engines_ = NvdecEngineCount(static_cast<const AVCUDADeviceContext*>(hw->hwctx)->cuda_ctx);
-  d->video_library_ = std::make_unique<VideoDecodeLibrary>();
   return d;
 }
 

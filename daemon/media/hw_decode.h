@@ -82,7 +82,7 @@ class HwDecodeDevice {
   const AVHWDeviceType type_;
   const AVPixelFormat hw_format_;
   int engines_ = -1;
-  std::unique_ptr<VideoDecodeLibrary> video_library_;  // CUDA: libnvcuvid, kept loaded
+  std::unique_ptr<SharedLibrary> video_library_;  // CUDA: libnvcuvid.so.1, kept loaded
   std::atomic<uint64_t> held_bytes_{0};
 };
 

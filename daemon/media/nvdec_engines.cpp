@@ -26,29 +26,18 @@ struct DecoderCaps {
 constexpr int kCodecH264 = 4;
 constexpr int kChroma420 = 1;
 
-// dlclose on every way out.
-struct Library {
-  void* handle;
-  explicit Library(const char* name) : handle(dlopen(name, RTLD_NOW | RTLD_LOCAL)) {}
-  ~Library() {
-    if (handle != nullptr) dlclose(handle);
-  }
-  Library(const Library&) = delete;
-  Library& operator=(const Library&) = delete;
-};
-
 }  // namespace
 
 int NvdecEngineCount(void* cu_context) {
   if (cu_context == nullptr) return -1;
-  Library cuda("libcuda.so.1"), cuvid("libnvcuvid.so.1");
-  if (cuda.handle == nullptr || cuvid.handle == nullptr) return -1;
+  SharedLibrary cuda("libcuda.so.1"), cuvid("libnvcuvid.so.1");
+  if (cuda.handle() == nullptr || cuvid.handle() == nullptr) return -1;
   using PushCurrent = int (*)(void*);
   using PopCurrent = int (*)(void**);
   using GetDecoderCaps = int (*)(DecoderCaps*);
-  auto push = reinterpret_cast<PushCurrent>(dlsym(cuda.handle, "cuCtxPushCurrent_v2"));
-  auto pop = reinterpret_cast<PopCurrent>(dlsym(cuda.handle, "cuCtxPopCurrent_v2"));
-  auto caps_of = reinterpret_cast<GetDecoderCaps>(dlsym(cuvid.handle, "cuvidGetDecoderCaps"));
+  auto push = reinterpret_cast<PushCurrent>(dlsym(cuda.handle(), "cuCtxPushCurrent_v2"));
+  auto pop = reinterpret_cast<PopCurrent>(dlsym(cuda.handle(), "cuCtxPopCurrent_v2"));
+  auto caps_of = reinterpret_cast<GetDecoderCaps>(dlsym(cuvid.handle(), "cuvidGetDecoderCaps"));
   if (push == nullptr || pop == nullptr || caps_of == nullptr) return -1;
   // The query asks the context current on this thread.
   if (push(cu_context) != 0) return -1;
@@ -62,9 +51,9 @@ int NvdecEngineCount(void* cu_context) {
   return caps.num_nvdecs;
 }
 
-VideoDecodeLibrary::VideoDecodeLibrary() : handle_(dlopen("libnvcuvid.so.1", RTLD_NOW | RTLD_LOCAL)) {}
+SharedLibrary::SharedLibrary(const char* name) : handle_(dlopen(name, RTLD_NOW | RTLD_LOCAL)) {}
 
-VideoDecodeLibrary::~VideoDecodeLibrary() {
+SharedLibrary::~SharedLibrary() {
   if (handle_ != nullptr) dlclose(handle_);
 }
 

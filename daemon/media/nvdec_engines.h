@@ -11,18 +11,18 @@ namespace conveyor::media {
 // without the count).
 int NvdecEngineCount(void* cu_context);
 
-// libnvcuvid.so.1 held open while this lives. FFmpeg's nvdec dlopens the library for each
-// decoder it creates and dlcloses it when that decoder goes, so a session that starts
-// while no other decoder is open would load it again, initialisation and all; a device
-// that keeps one of these spares its sessions that. Not loaded (no NVIDIA driver): a
-// no-op.
-class VideoDecodeLibrary {
+// A shared library dlopen()ed for as long as this lives (dlclose on every way out); not
+// loaded (no such library): handle() is null. HwDecodeDevice keeps libnvcuvid.so.1 open
+// in one: FFmpeg's nvdec dlopens it for each decoder it creates and dlcloses it when that
+// decoder goes, so a session that started while no other decoder was open would load it
+// again, initialisation and all.
+class SharedLibrary {
  public:
-  VideoDecodeLibrary();
-  ~VideoDecodeLibrary();
-  VideoDecodeLibrary(const VideoDecodeLibrary&) = delete;
-  VideoDecodeLibrary& operator=(const VideoDecodeLibrary&) = delete;
-  bool loaded() const { return handle_ != nullptr; }
+  explicit SharedLibrary(const char* name);
+  ~SharedLibrary();
+  SharedLibrary(const SharedLibrary&) = delete;
+  SharedLibrary& operator=(const SharedLibrary&) = delete;
+  void* handle() const { return handle_; }
 
  private:
   void* handle_;

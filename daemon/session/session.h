@@ -177,8 +177,8 @@ class Session : public std::enable_shared_from_this<Session> {
  private:
   void Run();
   // Container input: the decode thread (DecodeAhead) runs up to kDecodeAheadFrames
-  // (session_memory.h) ahead
-  // of the pipeline thread (RunContainer), which selects, converts and submits.
+  // (session_memory.h) ahead of the pipeline thread (RunContainer), which selects,
+  // converts and submits.
   Status RunContainer();
   struct DecodedForPipeline;  // what the decode thread hands over (session_container_input.cpp)
   // The decode thread: demuxes and decodes into `hand_off` until the input ends (OK), the
@@ -386,7 +386,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool cancelled_ = false;
 
   std::atomic<uint64_t> frames_in_{0}, frames_out_{0}, bytes_in_{0}, bytes_out_{0};
-  // Container input's damage (the pipeline thread writes them; Progress reads them).
+  // Container input's damage (the decode thread writes them; Progress reads them).
   std::atomic<uint64_t> decode_errors_{0}, frames_dropped_{0};
   std::atomic<bool> truncated_{false};
   std::mutex damage_mu_;     // damage_note_: the decode and pipeline threads write it

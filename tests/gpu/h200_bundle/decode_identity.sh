@@ -184,12 +184,15 @@ kill -TERM "$cpuworker_pid" 2>/dev/null
 # Many sessions at once, frames in device memory: each session holds a bounded number of
 # the decoder's surfaces and the decoders must not run out of them (the first GPU-host run
 # at 8 sessions got frames without a picture). 16 concurrent --decode gpu sessions of
-# clip A (a1080.mp4, 120 frames with B-frames), each the CPU decoder's JPEGs.
-if [[ -f a1080.mp4 ]]; then
-  if ctl device transcode a1080.mp4 -o "$work/a.cpu" --quality 85 --decode cpu >"$work/a.cpu.log" 2>&1; then
+# clip A (120 frames with B-frames; a1080.mp4, or the same stream as Annex B where only that
+# was staged), each the CPU decoder's JPEGs.
+clip_a=a1080.mp4
+[[ -f $clip_a ]] || clip_a=a1080.h264
+if [[ -f $clip_a ]]; then
+  if ctl device transcode "$clip_a" -o "$work/a.cpu" --quality 85 --decode cpu >"$work/a.cpu.log" 2>&1; then
     pids=()
     for i in $(seq 16); do
-      ctl device transcode a1080.mp4 -o "$work/a.$i" --quality 85 --decode gpu >"$work/a.$i.log" 2>&1 &
+      ctl device transcode "$clip_a" -o "$work/a.$i" --quality 85 --decode gpu >"$work/a.$i.log" 2>&1 &
       pids+=($!)
     done
     n=$(ls "$work/a.cpu" | wc -l) sessions_same=0
@@ -202,13 +205,13 @@ if [[ -f a1080.mp4 ]]; then
         fail "a1080 session $i of 16: its $(ls "$work/a.$i" | wc -l) JPEGs are not the CPU decoder's $n"
       fi
     done
-    echo "a1080 x 16 concurrent sessions (device frames): $sessions_same of 16 gave the CPU decoder's $n JPEGs"
+    echo "$clip_a x 16 concurrent sessions (device frames): $sessions_same of 16 gave the CPU decoder's $n JPEGs"
     cases=$((cases + 1))
   else
     fail "a1080: --decode cpu failed: $(tail -2 "$work/a.cpu.log")"
   fi
 else
-  fail "a1080.mp4 is not staged: the concurrent sessions were not run"
+  fail "neither a1080.mp4 nor a1080.h264 is staged: the concurrent sessions were not run"
 fi
 kill -TERM %1 %2 %3 2>/dev/null; wait
 # The daemons' logs where the caller keeps files ($OUT), and their warnings here.

@@ -200,6 +200,12 @@ inline const Field kFields[] = {
      "memory between the decoder and the encoder. Each is one more decoder surface (3 MiB\n"
      "at 1080p): more lets the engines run further ahead of the encoder.",
      2, 24},
+    {"decode", "engines_full_percent", &DaemonConfig::decode_engines_full_percent, nullptr,
+     "For decode = auto on NVIDIA GPUs: the video engines' busy share (NVML's decoder\n"
+     "utilization, read every 0.5 s) at which they count as full. While they are this busy\n"
+     "and at least two cores are idle, new auto sessions decode on the CPU, and one engine\n"
+     "session a second moves to the CPU at its next keyframe.",
+     10, 100},
     {"decode", "vaapi_device", &DaemonConfig::vaapi_device, nullptr,
      "VA-API render node for AMD GPUs (/dev/dri/renderD128); empty: the GPU's own, found by\n"
      "its PCI bus id under /dev/dri/by-path."},

@@ -66,6 +66,7 @@ struct DaemonConfig {
   std::string decode_frames = "device";   // hardware-decoded frames to the encoder: device, host
   std::string vaapi_device;               // VA-API render node; "": the GPU's own, by PCI bus id
   int decode_held_frames = 8;             // device frames a session holds between decoder and encoder
+  int decode_engines_full_percent = 90;   // auto: engines this busy (NVML) send new sessions to the CPU
   int decode_fault_at_packet = -1;        // tests: the engines' decode of this packet fails; -1 never
 
   // TLS is configured (certificate and key): TCP listeners serve TLS.

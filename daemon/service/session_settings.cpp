@@ -30,6 +30,7 @@ SessionOptions SessionOptionsFromConfig(const config::DaemonConfig& c) {
   so.decoded_frames = frames.ok() ? *frames : media::DecodedFrames::kDevice;
   so.decode_fault_at_packet = c.decode_fault_at_packet;
   so.held_device_frames = c.decode_held_frames;
+  so.engines_full_percent = c.decode_engines_full_percent;
   return so;
 }
 

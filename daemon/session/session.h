@@ -88,6 +88,7 @@ struct SessionOptions {
   media::DecodeMode decode = media::DecodeMode::kAuto;
   media::DecodedFrames decoded_frames = media::DecodedFrames::kDevice;
   int held_device_frames = media::kDefaultHeldDeviceFrames;  // decode.held_frames
+  int engines_full_percent = 90;  // decode.engines_full_percent: auto's engines-are-full share
   std::string vaapi_device;  // decode.vaapi_device: "" finds the GPU's render node
   int64_t decode_fault_at_packet = -1;  // decode.fault_at_packet (tests of the failover)
   size_t message_bytes = 1 << 20;   // largest data field in one response

@@ -39,8 +39,10 @@ SessionManager::SessionManager(Scheduler* scheduler, SessionOptions options, Ses
     const std::optional<DecodeTarget> target = w.info.is_gpu() ? w.worker->Decoding() : std::nullopt;
     pci_bus_ids.push_back(target && target->api == "cuda" ? target->pci_bus_id : "");
   }
-  decode_balancer_ =
-      std::make_shared<DecodeBalancer>(scheduler->num_workers(), DecodeBalancer::SystemSampler(pci_bus_ids));
+  DecodeBalancer::Policy policy;
+  policy.engine_busy = options_.engines_full_percent / 100.0;
+  decode_balancer_ = std::make_shared<DecodeBalancer>(scheduler->num_workers(),
+                                                      DecodeBalancer::SystemSampler(pci_bus_ids), policy);
   // The video engines open now rather than at the first session that decodes: the log
   // says at start whether they work, and the engine count is there for the metrics.
   if (options_.decode != media::DecodeMode::kCpu) {

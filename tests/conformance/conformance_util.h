@@ -1,6 +1,7 @@
 // Shared machinery of the conformance suite: test media rendered by the ffmpeg CLI into a
 // per-process temporary directory, two independent decoders (FFmpeg's libavcodec mjpeg and
-// libjpeg-turbo's TurboJPEG API), a libjpeg reference encoder and PSNR.
+// libjpeg-turbo's TurboJPEG API), a libjpeg reference encoder and PSNR. The decoders are
+// defined in conformance_decoders.cpp, the rest in conformance_util.cpp.
 //
 // Every C handle is owned by a unique_ptr with a deleter; errors come back as
 // conveyor::Status so a failing test prints what the library said.

@@ -28,6 +28,8 @@ import conveyor_harness as h  # noqa: E402
 from conveyor_harness import MiB, check, log  # noqa: E402
 from e2e_specs import (check_container_output, check_frame_pts, check_summary, container_output,  # noqa: E402
                        container_spec, raw_spec, testsrc)
+from picture_checks import (check_jpeg_frames, jpeg_size, psnr_bytes, psnr_limited_ref_vs_jpeg,  # noqa: E402
+                            psnr_rgb_input_vs_jpeg, read_ppm, write_jpeg_sequence)
 
 CASES = {}
 CASE_FLAGS = {}  # extra conveyord flags of a case
@@ -136,8 +138,8 @@ def hevc10_to_frames(ctx):
     src_pts = sorted(sp.frame_pts)
     for k, (a, b) in enumerate(zip(pts, src_pts)):
         check(abs(a * tb.num / tb.den - b) <= 0.5 / sp.fps, "frame %d at %d*%d/%d s, source %.4f s" % (k, a, tb.num, tb.den, b))
-    h.check_jpeg_frames(frames, w, hh, ctx.work, "hevc10")
-    info = h.jpeg_size(frames[0].data)
+    check_jpeg_frames(frames, w, hh, ctx.work, "hevc10")
+    info = jpeg_size(frames[0].data)
     check(info[2] == 3 and info[3] == ["2x2", "1x1", "1x1"], "JPEG sampling %s, want 4:2:0" % (info[3],))
     check_summary(out, "hevc10_to_frames", n, n)
 
@@ -176,11 +178,11 @@ def hevc10_to_frames(ctx):
         h.run(["cjpeg", "-quality", str(quality), "-sample", "2x2", "-outfile", dst,
                os.path.join(ppm_dir, "%04d.ppm" % (k + 1))])
         turbo_bytes += os.path.getsize(dst)
-    conv_pattern = h.write_jpeg_sequence(frames, ctx.path("conveyor"))
+    conv_pattern = write_jpeg_sequence(frames, ctx.path("conveyor"))
     conv_yuv = decode_to_yuv(conv_pattern, ctx.path("conveyor.yuv"), "yuvj420p", ["-f", "image2"])
     turbo_yuv = decode_to_yuv(os.path.join(turbo_dir, "%04d.jpg"), ctx.path("turbo.yuv"), "yuvj420p", ["-f", "image2"])
-    pc = h.psnr_limited_ref_vs_jpeg(ref_yuv, conv_yuv, w, hh, n)
-    pt = h.psnr_limited_ref_vs_jpeg(ref_yuv, turbo_yuv, w, hh, n)
+    pc = psnr_limited_ref_vs_jpeg(ref_yuv, conv_yuv, w, hh, n)
+    pt = psnr_limited_ref_vs_jpeg(ref_yuv, turbo_yuv, w, hh, n)
     conv_bytes = sum(len(f.data) for f in frames)
     bpp = lambda b: 8.0 * b / (w * hh * n)  # noqa: E731
 
@@ -192,17 +194,17 @@ def hevc10_to_frames(ctx):
     ppms = [os.path.join(ppm_dir, "%04d.ppm" % (k + 1)) for k in range(n)]
     rgb_frames = []
     for k, path in enumerate(ppms):
-        pw, ph, rgb = h.read_ppm(path)
+        pw, ph, rgb = read_ppm(path)
         rgb_frames.append((k, rgb))
     spec = raw_spec(pb, pb.PIXEL_FORMAT_RGB24, w, hh, renditions=[
         pb.RenditionSpec(name="q85", quality=quality, subsampling=pb.SUBSAMPLING_420)], label="pye2e hevc10 rgb")
     rgb_out = h.transcode(ctx.stub, pb, spec, h.raw_frame_requests(pb, rgb_frames))
     h.expect_ok(rgb_out, "the PPM frames as raw rgb24")
     check(len(rgb_out.frames[0]) == n, "rgb24: %d frames" % len(rgb_out.frames[0]))
-    crgb_yuv = decode_to_yuv(h.write_jpeg_sequence(rgb_out.frames[0], ctx.path("conveyor_rgb")),
+    crgb_yuv = decode_to_yuv(write_jpeg_sequence(rgb_out.frames[0], ctx.path("conveyor_rgb")),
                              ctx.path("conveyor_rgb.yuv"), "yuvj420p", ["-f", "image2"])
-    qc = h.psnr_rgb_input_vs_jpeg(ppms, crgb_yuv, w, hh)
-    qt = h.psnr_rgb_input_vs_jpeg(ppms, turbo_yuv, w, hh)
+    qc = psnr_rgb_input_vs_jpeg(ppms, crgb_yuv, w, hh)
+    qt = psnr_rgb_input_vs_jpeg(ppms, turbo_yuv, w, hh)
     crgb_bytes = sum(len(f.data) for f in rgb_out.frames[0])
 
     def row(label, p, nbytes):
@@ -284,8 +286,8 @@ def raw_yuv420p_to_frames(ctx):
     check((st.time_base.num, st.time_base.den) == (1, 25), "time_base %d/%d, want 1/25" % (st.time_base.num, st.time_base.den))
     check_frame_pts(out, "raw", 0, range(n))
     check_frame_pts(out, "raw", 1, range(n))
-    h.check_jpeg_frames(out.frames[0], w, hh, ctx.work, "raw_r0")
-    h.check_jpeg_frames(out.frames[1], 320, 180, ctx.work, "raw_r1")
+    check_jpeg_frames(out.frames[0], w, hh, ctx.work, "raw_r0")
+    check_jpeg_frames(out.frames[1], 320, 180, ctx.work, "raw_r1")
     check_summary(out, "raw_yuv420p_to_frames", n, n)
     check(out.largest_message < 4 * MiB, "largest response %d bytes, not under 4 MiB" % out.largest_message)
     # Content: RGB PSNR of the first 4 frames against the raw input, both converted to RGB
@@ -297,12 +299,12 @@ def raw_yuv420p_to_frames(ctx):
     src_rgb = ctx.path("raw_src.rgb")
     h.ffmpeg(*(["-f", "rawvideo", "-pix_fmt", "yuv420p", "-s", "%dx%d" % (w, hh), "-i", raw_path, "-frames:v", str(k)]
                + sws + ["-vf", "scale=in_color_matrix=bt709:in_range=tv", "-f", "rawvideo", "-pix_fmt", "rgb24", src_rgb]))
-    pattern = h.write_jpeg_sequence(out.frames[0][:k], ctx.path("raw_jpeg"))
+    pattern = write_jpeg_sequence(out.frames[0][:k], ctx.path("raw_jpeg"))
     dec_rgb = ctx.path("raw_dec.rgb")
     h.ffmpeg(*(["-f", "image2", "-i", pattern] + sws + ["-vf", "scale=in_color_matrix=bt601:in_range=pc",
                                                         "-f", "rawvideo", "-pix_fmt", "rgb24", dec_rgb]))
     with open(src_rgb, "rb") as a, open(dec_rgb, "rb") as b:
-        psnr_rgb = h.psnr_bytes(a.read(), b.read())
+        psnr_rgb = psnr_bytes(a.read(), b.read())
     log("raw: %d+%d frames, pts %s..%s, JPEG sizes %d..%d bytes; RGB PSNR of frames 0-3 %.2f dB" %
         (len(out.frames[0]), len(out.frames[1]), out.frames[0][0].pts, out.frames[0][-1].pts,
          min(len(f.data) for f in out.frames[0]), max(len(f.data) for f in out.frames[0]), psnr_rgb))
@@ -404,7 +406,7 @@ def shared_memory_both_ways(ctx):
               "rendition %d: %d JPEGs, %d equal to the same frames sent in messages" %
               (r, len(got), sum(a == b for a, b in zip(got, want))))
     check_frame_pts(out, "shm", 0, range(n))
-    h.check_jpeg_frames(out.frames[1], 160, 120, ctx.work, "shm_r1")
+    check_jpeg_frames(out.frames[1], 160, 120, ctx.work, "shm_r1")
     check_summary(out, "shared_memory_both_ways", n, n)
 
 

@@ -17,6 +17,7 @@ import conveyor_harness as h
 import damaged_input_cases
 import input_corpus
 from conveyor_harness import check, log
+from picture_checks import LIMITED_TO_FULL, check_jpeg_frames, psnr_from_sse, sse_against, write_jpeg_sequence
 
 CASES = []
 
@@ -56,7 +57,7 @@ def cli_reference(ctx, name, path, chroma, cli_filter):
 
 
 def our_picture(ctx, name, frames, chroma):
-    pattern = h.write_jpeg_sequence(frames, ctx.path(name + "_jpeg"))
+    pattern = write_jpeg_sequence(frames, ctx.path(name + "_jpeg"))
     out = ctx.path(name + ".ours.yuv")
     h.ffmpeg("-f", "image2", "-i", pattern, "-f", "rawvideo", "-pix_fmt", "yuvj%sp" % chroma, out)
     with open(out, "rb") as f:
@@ -74,7 +75,7 @@ def psnr(ref, ours, w, h_, chroma):
     for name, (at, size, kind) in planes.items():
         r = b"".join(ref[k + at:k + at + size] for k in range(0, len(ref), frame))
         o = b"".join(ours[k + at:k + at + size] for k in range(0, len(ours), frame))
-        out[name] = h.psnr_from_sse(h.sse_against(r, o, h.LIMITED_TO_FULL[kind]), len(r))
+        out[name] = psnr_from_sse(sse_against(r, o, LIMITED_TO_FULL[kind]), len(r))
     return out
 
 
@@ -110,7 +111,7 @@ def input_corpus_vs_ffmpeg_cli(ctx):
             # The CLI's framemd5 writes times in 1/frame rate: half a frame is its rounding.
             off = [float(f.pts * tb - t0 - p) for f, p in zip(frames, want) if abs(f.pts * tb - t0 - p) > Fraction(1, 50)]
             check(not off, "%s: %d frames off the CLI's pts (first by %.3f s)" % (name, len(off), off[0] if off else 0))
-            h.check_jpeg_frames(frames, w, h_, ctx.work, name)
+            check_jpeg_frames(frames, w, h_, ctx.work, name)
             p = psnr(b"".join(ref), our_picture(ctx, name, frames, e["chroma"]), w, h_, e["chroma"])
             if bar is None:
                 bar = p

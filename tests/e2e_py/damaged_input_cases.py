@@ -13,6 +13,7 @@ from fractions import Fraction
 
 import conveyor_harness as h
 from conveyor_harness import check, log
+from picture_checks import check_jpeg_frames
 
 CASES = []
 
@@ -99,7 +100,7 @@ def damaged_inputs(ctx):
             off = [float(g - w) for g, w in zip(got, want) if abs(g - w) > Fraction(1, 50)]
             check(not off, "%s: %d frames more than half a frame away from the CLI's pts (first %.3f s)" %
                   (name, len(off), off[0] if off else 0))
-            h.check_jpeg_frames(frames, 320, 240, ctx.work, name)
+            check_jpeg_frames(frames, 320, 240, ctx.work, name)
             check(s.frames_in == len(frames) and s.frames_out == len(frames),
                   "%s: Summary frames_in %d / frames_out %d, want %d" % (name, s.frames_in, s.frames_out, len(frames)))
             if name.startswith("damaged"):

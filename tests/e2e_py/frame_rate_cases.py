@@ -12,6 +12,7 @@ missing in runs), raw frames and container output.
 
 import conveyor_harness as h
 from conveyor_harness import check, log
+from picture_checks import psnr_limited_ref_vs_jpeg
 from selection_cases import FRAME_BYTES, GOP, H, RATE, W, cli_decode, decode_jpegs, make_clips, spec
 
 CASES = []
@@ -55,7 +56,7 @@ def check_against_cli(ctx, o, rate, want_pts, ref, tag):
     check(len(ours) == len(ref), "%s: %d JPEGs decoded, %d CLI frames" % (tag, len(ours), len(ref)))
     worst = None
     for k in range(len(ref)):
-        own = h.psnr_limited_ref_vs_jpeg(ref[k], ours[k], W, H, 1)["y"]
+        own = psnr_limited_ref_vs_jpeg(ref[k], ours[k], W, H, 1)["y"]
         check(own >= 30.0, "%s frame %d: Y PSNR %.2f dB against the CLI's frame, want >= 30" % (tag, k, own))
         worst = own if worst is None else min(worst, own)
         if k + 1 < len(ref):
@@ -65,7 +66,7 @@ def check_against_cli(ctx, o, rate, want_pts, ref, tag):
                   (tag, k, k + 1, "repeats a frame" if repeat else "writes two frames",
                    "sends the same JPEG" if same else "sends two JPEGs"))
             if not repeat:
-                other = h.psnr_limited_ref_vs_jpeg(ref[k + 1], ours[k], W, H, 1)["y"]
+                other = psnr_limited_ref_vs_jpeg(ref[k + 1], ours[k], W, H, 1)["y"]
                 check(other < own - 3.0, "%s frame %d: matches the CLI's next frame (%.2f dB) about as well as "
                       "its own (%.2f dB)" % (tag, k, other, own))
     repeats = sum(1 for k in range(1, len(frames)) if frames[k].data == frames[k - 1].data)

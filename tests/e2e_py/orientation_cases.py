@@ -18,6 +18,7 @@ import struct
 import conveyor_harness as h
 import input_corpus
 from conveyor_harness import check, log
+from picture_checks import check_jpeg_frames, psnr_limited_ref_vs_jpeg, write_jpeg_sequence
 
 CASES = []
 
@@ -55,7 +56,7 @@ def cli_frames(ctx, path, name):
 
 
 def decode_jpegs(ctx, frames, name):
-    pattern = h.write_jpeg_sequence(frames, ctx.path(name + "_jpeg"))
+    pattern = write_jpeg_sequence(frames, ctx.path(name + "_jpeg"))
     out = ctx.path(name + ".ours.yuv")
     h.ffmpeg("-f", "image2", "-i", pattern, "-f", "rawvideo", "-pix_fmt", "yuvj420p", out)
     with open(out, "rb") as f:
@@ -102,7 +103,7 @@ def rotated_and_mirrored_inputs(ctx):
     # and 4:2:0 costs testsrc2's hard edges, chroma most).
     o = h.transcode(ctx.stub, pb, spec(pb), h.container_requests(pb, clips["plain"][0]))
     h.expect_ok(o, "plain")
-    bar = h.psnr_limited_ref_vs_jpeg(plain_ref, decode_jpegs(ctx, o.frames[0], "plain"), W, H, FRAMES)
+    bar = psnr_limited_ref_vs_jpeg(plain_ref, decode_jpegs(ctx, o.frames[0], "plain"), W, H, FRAMES)
     log("plain      PSNR against the CLI's decode: Y %.2f Cb %.2f Cr %.2f dB" % (bar["y"], bar["cb"], bar["cr"]))
     for name in ("rotate90", "rotate180", "mirrored"):
         path, tw, th = clips[name]
@@ -114,9 +115,9 @@ def rotated_and_mirrored_inputs(ctx):
             h.expect_ok(o, name)
             check(o.started.autorotated, "%s: Started.autorotated is false" % name)
             check(len(o.frames[0]) == FRAMES, "%s: %d frames" % (name, len(o.frames[0])))
-            h.check_jpeg_frames(o.frames[0], tw, th, ctx.work, name)
+            check_jpeg_frames(o.frames[0], tw, th, ctx.work, name)
             ours = decode_jpegs(ctx, o.frames[0], name)
-            p = h.psnr_limited_ref_vs_jpeg(ref, ours, tw, th, FRAMES)
+            p = psnr_limited_ref_vs_jpeg(ref, ours, tw, th, FRAMES)
             log("%-10s Started rotation %d, EXIF %d; %dx%d; PSNR against the CLI's autorotate: Y %.2f Cb %.2f "
                 "Cr %.2f dB" % (name, o.started.rotation_degrees, o.started.exif_orientation, tw, th, p["y"], p["cb"],
                                 p["cr"]))
@@ -124,7 +125,7 @@ def rotated_and_mirrored_inputs(ctx):
                 check(p[plane] >= bar[plane] - 0.5, "%s: %s PSNR %.2f dB against the CLI's frames, the untagged "
                       "clip gets %.2f" % (name, plane, p[plane], bar[plane]))
             if (tw, th) == (W, H):  # the same size unturned: it must match far worse
-                wrong = h.psnr_limited_ref_vs_jpeg(plain_ref, ours, W, H, FRAMES)
+                wrong = psnr_limited_ref_vs_jpeg(plain_ref, ours, W, H, FRAMES)
                 check(wrong["y"] < p["y"] - 15, "%s: the unturned picture matches as well (%.2f dB)" %
                       (name, wrong["y"]))
         except h.CheckFailed as e:
@@ -136,7 +137,7 @@ def rotated_and_mirrored_inputs(ctx):
     try:
         h.expect_ok(o, "no autorotate, JPEG")
         check(not o.started.autorotated, "no autorotate: Started.autorotated is true")
-        h.check_jpeg_frames(o.frames[0], W, H, ctx.work, "kept")
+        check_jpeg_frames(o.frames[0], W, H, ctx.work, "kept")
         tags = {exif_orientation(f.data) for f in o.frames[0]}
         check(tags == {8}, "no autorotate: Exif orientations %s, want {8} (rotate 270 clockwise)" % tags)
         jpg = os.path.join(ctx.work, "kept_0.jpg")

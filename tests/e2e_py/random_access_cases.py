@@ -14,6 +14,7 @@ import threading
 
 import conveyor_harness as h
 from conveyor_harness import check, log
+from picture_checks import check_jpeg_frames
 
 CASES = []
 FLAGS = {}
@@ -122,7 +123,7 @@ def seekable_and_spooled_input(ctx):
             check(len(o.frames[0]) == frames, "%s: %d frames, the ffmpeg CLI decodes %d" %
                   (name, len(o.frames[0]), frames))
             check(h.strictly_increasing([f.pts for f in o.frames[0]]), "%s: pts not increasing" % name)
-            h.check_jpeg_frames(o.frames[0], 320, 240, ctx.work, name)
+            check_jpeg_frames(o.frames[0], 320, 240, ctx.work, name)
             check(s.read_requests in read_requests, "%s: %d read requests, want one of %s" %
                   (name, s.read_requests, read_requests))
             check(s.spooled_bytes == spooled, "%s: %d bytes spooled, want %d" % (name, s.spooled_bytes, spooled))

@@ -19,6 +19,7 @@ import threading
 import conveyor_harness as h
 import random_access_cases
 from conveyor_harness import check, log
+from picture_checks import psnr_limited_ref_vs_jpeg, write_jpeg_sequence
 
 CASES = []
 
@@ -69,7 +70,7 @@ def cli_decode(ctx, path, tag, before_input=(), after_input=()):
 
 
 def decode_jpegs(ctx, frames, tag):
-    pattern = h.write_jpeg_sequence(frames, ctx.path(tag + "_jpeg"))
+    pattern = write_jpeg_sequence(frames, ctx.path(tag + "_jpeg"))
     out = ctx.path(tag + ".ours.yuv")
     h.ffmpeg("-f", "image2", "-i", pattern, "-f", "rawvideo", "-pix_fmt", "yuvj420p", out)
     with open(out, "rb") as f:
@@ -96,12 +97,12 @@ def check_frames_match(ours, ref, tag):
     check(len(ours) == len(ref), "%s: %d frames decoded from the JPEGs, %d references" % (tag, len(ours), len(ref)))
     worst = None
     for k in range(len(ours)):
-        p = h.psnr_limited_ref_vs_jpeg(ref[k], ours[k], W, H, 1)
+        p = psnr_limited_ref_vs_jpeg(ref[k], ours[k], W, H, 1)
         check(p["y"] >= 30.0, "%s frame %d: Y PSNR %.2f dB against the CLI's frame, want >= 30" % (tag, k, p["y"]))
         worst = p["y"] if worst is None else min(worst, p["y"])
         for j in (k - 1, k + 1):
             if 0 <= j < len(ref):
-                other = h.psnr_limited_ref_vs_jpeg(ref[j], ours[k], W, H, 1)["y"]
+                other = psnr_limited_ref_vs_jpeg(ref[j], ours[k], W, H, 1)["y"]
                 check(other < p["y"] - 3.0, "%s frame %d: matches the CLI's frame %d (%.2f dB) about as well as its "
                       "own (%.2f dB)" % (tag, k, j, other, p["y"]))
     return worst

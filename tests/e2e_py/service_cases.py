@@ -10,6 +10,7 @@ import time
 import conveyor_harness as h
 from conveyor_harness import check, log
 from e2e_specs import check_frame_pts, check_summary, container_spec, h264_file, raw_spec, testsrc
+from picture_checks import check_jpeg_frames, djpeg_check, jpeg_size
 
 CASES = []
 FLAGS = {}  # extra conveyord flags of a case
@@ -198,7 +199,7 @@ def bad_inputs(ctx):
                         (n, src_frames, ffmpeg_n))
     else:
         try:
-            h.check_jpeg_frames(o.frames[0], 320, 240, ctx.work, "trunc")
+            check_jpeg_frames(o.frames[0], 320, 240, ctx.work, "trunc")
             check_frame_pts(o, "truncated_mkv", 0, src_pts[:n])
             if o.code == grpc.StatusCode.OK:
                 h.expect_ok(o, "truncated_mkv")
@@ -213,8 +214,8 @@ def bad_inputs(ctx):
         check(len(g.frames[0]) == 48 and len(g.frames[1]) == 48,
               "good: %d/%d frames, want 48/48" % (len(g.frames[0]), len(g.frames[1])))
         check(h.strictly_increasing([f.pts for f in g.frames[0]]), "good: pts not increasing")
-        h.check_jpeg_frames(g.frames[0], 640, 360, ctx.work, "good0")
-        h.check_jpeg_frames(g.frames[1], 320, 180, ctx.work, "good1")
+        check_jpeg_frames(g.frames[0], 640, 360, ctx.work, "good0")
+        check_jpeg_frames(g.frames[1], 320, 180, ctx.work, "good1")
         check_summary(g, "good", 48, 48)
         bad_start = min(res[k].t_start for k in calls) - g.t_start
         bad_end = max(res[k].t_end for k in calls) - g.t_start
@@ -448,7 +449,7 @@ def concurrent_8(ctx):
             check(h.strictly_increasing(got), "%s: pts not increasing" % name)
             check(all(abs(a - b) <= 0.5 / p.fps for a, b in zip(got, want)),
                   "%s: frame times %s, source %s" % (name, got[:4], want[:4]))
-            h.check_jpeg_frames(frames, p.width, p.height, ctx.work, name)
+            check_jpeg_frames(frames, p.width, p.height, ctx.work, name)
             check_summary(o, name, n, n)
             log("%-16s OK %5.2f s  %d frames %dx%d, pts %s..%s (time_base %d/%d)" %
                 (name, o.seconds, len(frames), p.width, p.height, frames[0].pts, frames[-1].pts, tb.num, tb.den))
@@ -462,9 +463,9 @@ def concurrent_8(ctx):
             d = os.path.join(ctx.work, "gray_" + name)
             os.makedirs(d)
             for k, f in enumerate(o.frames[0]):
-                info = h.jpeg_size(f.data)
+                info = jpeg_size(f.data)
                 check(info and info[:2] == (w, hh), "%s frame %d: %s, want %dx%d" % (name, k, info, w, hh))
-                gw, gh, px = h.djpeg_check(f.data, d, "%04d.jpg" % k, grayscale=True)
+                gw, gh, px = djpeg_check(f.data, d, "%04d.jpg" % k, grayscale=True)
                 mean = sum(px) / len(px)
                 want = (frames_in[k][1][0] - 16) * 255.0 / 219.0
                 check(abs(mean - want) <= 2.0, "%s frame %d: mean luma %.1f, want %.1f (someone else's frame?)" %

@@ -12,6 +12,7 @@ import re
 import conveyor_harness as h
 from conveyor_harness import check, log
 from frame_rate_cases import cli_fps
+from picture_checks import psnr_limited_ref_vs_jpeg, write_jpeg_sequence
 from selection_cases import make_clips
 
 CASES = []
@@ -72,7 +73,7 @@ def cli_sprites(ctx, path, rate, before, columns, rows, width, height, tag):
 
 
 def our_sprites(ctx, frames, sw, sh, tag):
-    pattern = h.write_jpeg_sequence(frames, ctx.path(tag + "_sprites"))
+    pattern = write_jpeg_sequence(frames, ctx.path(tag + "_sprites"))
     out = ctx.path(tag + ".sprites.yuv")
     h.ffmpeg("-f", "image2", "-i", pattern, "-f", "rawvideo", "-pix_fmt", "yuvj420p", out)
     with open(out, "rb") as f:
@@ -114,10 +115,10 @@ def storyboard_vs_ffmpeg_tile_filter(ctx):
             ours = our_sprites(ctx, sprites, sw, sh, tag)
             worst = None
             for k in range(len(ref)):
-                own = h.psnr_limited_ref_vs_jpeg(ref[k], ours[k], sw, sh, 1)["y"]
+                own = psnr_limited_ref_vs_jpeg(ref[k], ours[k], sw, sh, 1)["y"]
                 check(own >= 30.0, "%s sprite %d: Y PSNR %.2f dB against the CLI's, want >= 30" % (tag, k, own))
                 if k + 1 < len(ref):
-                    other = h.psnr_limited_ref_vs_jpeg(ref[k + 1], ours[k], sw, sh, 1)["y"]
+                    other = psnr_limited_ref_vs_jpeg(ref[k + 1], ours[k], sw, sh, 1)["y"]
                     check(other < own - 3.0, "%s sprite %d: matches the CLI's next sprite (%.2f dB) about as well "
                           "as its own (%.2f dB)" % (tag, k, other, own))
                 worst = own if worst is None else min(worst, own)

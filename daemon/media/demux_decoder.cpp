@@ -46,7 +46,31 @@ double DecodedFrame::seconds() const {
 ContainerDecoder::ContainerDecoder(ByteQueue* input, const DecoderOptions& options)
     : input_(input), options_(options) {}
 
-ContainerDecoder::~ContainerDecoder() = default;
+ContainerDecoder::~ContainerDecoder() { CloseCodec(); }
+
+void ContainerDecoder::CloseCodec() {
+  if (!codec_) return;
+  if (!hw_offered_ || options_.hw_device == nullptr) {
+    codec_.reset();
+    return;
+  }
+  // A hardware decoder's teardown (its decoder destroyed, unless frames still hold it) is
+  // one of the device's lifecycle steps.
+  std::unique_lock<std::mutex> lifecycle = options_.hw_device->LockDecoderLifecycle();
+  codec_.reset();
+}
+
+int ContainerDecoder::SendToCodec(const AVPacket* packet) {
+  std::unique_lock<std::mutex> creating;  // the hwaccel creates its decoder at the first get_format
+  if (hw_offered_ && !hw_state_.asked) creating = options_.hw_device->LockDecoderLifecycle();
+  return avcodec_send_packet(codec_.get(), packet);
+}
+
+int ContainerDecoder::ReceiveFromCodec(AVFrame* frame) {
+  std::unique_lock<std::mutex> creating;
+  if (hw_offered_ && !hw_state_.asked) creating = options_.hw_device->LockDecoderLifecycle();
+  return avcodec_receive_frame(codec_.get(), frame);
+}
 
 StatusOr<std::unique_ptr<ContainerDecoder>> ContainerDecoder::Open(ByteQueue* input,
                                                                    const DecoderOptions& options) {
@@ -61,7 +85,7 @@ StatusOr<std::unique_ptr<ContainerDecoder>> ContainerDecoder::Open(ByteQueue* in
 }
 
 Status ContainerDecoder::OpenCodec(const AVCodec* decoder, const AVStream* st, bool hardware) {
-  codec_.reset();
+  CloseCodec();
   CodecContextPtr ctx(avcodec_alloc_context3(decoder));
   if (!ctx) return ResourceExhausted("avcodec_alloc_context3: out of memory");
   int err = avcodec_parameters_to_context(ctx.get(), st->codecpar);
@@ -267,7 +291,7 @@ Status ContainerDecoder::EndOfReadableInput(int err, const char* call) {
 
 Status ContainerDecoder::Drain() {
   draining_ = true;
-  const int err = avcodec_send_packet(codec_.get(), nullptr);
+  const int err = SendToCodec(nullptr);
   if (err < 0 && err != AVERROR_EOF) return Failure(err, "avcodec_send_packet(drain)");
   return OkStatus();
 }
@@ -361,7 +385,7 @@ Status ContainerDecoder::FeedDecoder() {
         if (!copy) return ResourceExhausted("av_packet_clone: out of memory");
         keep_sent_->push_back(std::move(copy));
       }
-      err = avcodec_send_packet(codec_.get(), pkt);
+      err = SendToCodec(pkt);
       av_packet_unref(pkt);
       if (err < 0 && keep_sent_ == nullptr && EngineFailure(err)) {
         RETURN_IF_ERROR(FailOver(FfmpegError(err, "avcodec_send_packet").message()));
@@ -414,7 +438,7 @@ StatusOr<bool> ContainerDecoder::Next(DecodedFrame* out) {
   if (audio_sink_) RETURN_IF_ERROR(FlushPendingAudio());
   for (;;) {
     if (finished_) return false;
-    const int err = avcodec_receive_frame(codec_.get(), out->frame.get());
+    const int err = ReceiveFromCodec(out->frame.get());
     if (err >= 0) {
       receive_errors_in_a_row_ = 0;
       ASSIGN_OR_RETURN(const bool kept, PlaceFrame(out));

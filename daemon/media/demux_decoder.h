@@ -228,6 +228,14 @@ class ContainerDecoder {
   Status CheckPictureSizes() const;
   Status OpenVideoDecoder();
   Status OpenCodec(const AVCodec* decoder, const AVStream* st, bool hardware);
+  // Frees the codec context; a hardware one under the device's lifecycle lock
+  // (HwDecodeDevice::LockDecoderLifecycle).
+  void CloseCodec();
+  // avcodec_send_packet and avcodec_receive_frame on codec_; on a hardware decoder that has
+  // not asked for its format yet, under the lifecycle lock, since FFmpeg's hwaccel creates
+  // the engines' decoder at that first get_format.
+  int SendToCodec(const AVPacket* packet);
+  int ReceiveFromCodec(AVFrame* frame);
   // demux_decoder_hw.cpp: whether to offer the device to `decoder` (an error when it is
   // required and the decoder cannot take it), and, once offered, feeding packets until
   // FFmpeg has taken or refused it; on a refusal the decoder is opened again in software

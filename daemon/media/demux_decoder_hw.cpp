@@ -72,14 +72,14 @@ Status ContainerDecoder::SettleHardware() {
   // packets again from the first.
   RETURN_IF_ERROR(OpenCodec(video_codec_, format_->streams[video_.index], false));
   for (PacketPtr& p : sent) {
-    const int err = avcodec_send_packet(codec_.get(), p.get());
+    const int err = SendToCodec(p.get());
     if (err < 0 && err != AVERROR(EAGAIN)) RETURN_IF_ERROR(DecodeError(err, "avcodec_send_packet"));
     // EAGAIN: a frame is waiting; the packets before it were enough for it, and this
     // one is lost. It cannot happen before the first frame of a real stream: every
     // decoder here emits its first frame only after get_format.
   }
   if (draining_) {
-    const int err = avcodec_send_packet(codec_.get(), nullptr);
+    const int err = SendToCodec(nullptr);
     if (err < 0 && err != AVERROR_EOF) return Failure(err, "avcodec_send_packet(drain)");
   }
   return OkStatus();
@@ -111,7 +111,7 @@ Status ContainerDecoder::FailOver(const std::string& what) {
   Remember(hw_failover_);
   resync_ = !draining_;
   if (draining_) {
-    const int err = avcodec_send_packet(codec_.get(), nullptr);
+    const int err = SendToCodec(nullptr);
     if (err < 0 && err != AVERROR_EOF) return Failure(err, "avcodec_send_packet(drain)");
   }
   return OkStatus();
@@ -128,7 +128,7 @@ Status ContainerDecoder::StartMove(AVPacket* keyframe) {
   av_packet_unref(keyframe);
   if (!held_keyframe_) return ResourceExhausted("av_packet_clone: out of memory");
   moving_ = true;
-  const int err = avcodec_send_packet(codec_.get(), nullptr);
+  const int err = SendToCodec(nullptr);
   if (err < 0 && err != AVERROR_EOF) return Failure(err, "avcodec_send_packet(drain before a move)");
   return OkStatus();
 }
@@ -143,7 +143,7 @@ Status ContainerDecoder::FinishMove() {
   }
   move_why_.clear();
   PacketPtr keyframe = std::move(held_keyframe_);
-  const int err = avcodec_send_packet(codec_.get(), keyframe.get());
+  const int err = SendToCodec(keyframe.get());
   if (err < 0) return DecodeError(err, "avcodec_send_packet");
   return OkStatus();
 }
@@ -155,13 +155,16 @@ StatusOr<bool> ContainerDecoder::PlaceFrame(DecodedFrame* out) {
   }
   hw_frames_seen_ = true;
   if (out->frame->format == AV_PIX_FMT_CUDA && out->frame->data[0] == nullptr) {
-    // nvdec outputs a frame it could not start (no free surface) without a picture.
+    // nvdec outputs a frame it could not start (no free surface) without a picture. The
+    // frame goes before its decoder closes, so that it does not outlive it.
+    av_frame_unref(out->frame.get());
     RETURN_IF_ERROR(FailOver("the video engine gave a frame without a surface"));
     return false;
   }
   if (options_.hw_frames == DecodedFrames::kDevice) return true;
   StatusOr<FramePtr> host = TransferToHost(*out->frame);
   if (!host.ok()) {
+    av_frame_unref(out->frame.get());
     RETURN_IF_ERROR(FailOver(host.status().message()));
     return false;
   }

@@ -51,7 +51,44 @@ StatusOr<DecodedFrames> ParseDecodedFrames(const std::string& name) {
 HwDecodeDevice::HwDecodeDevice(AVBufferRef* device, AVHWDeviceType type, AVPixelFormat hw_format)
     : device_(device), type_(type), hw_format_(hw_format) {}
 
-HwDecodeDevice::~HwDecodeDevice() { av_buffer_unref(&device_); }
+HwDecodeDevice::~HwDecodeDevice() {
+  {
+    std::lock_guard<std::mutex> lock(release_mu_);
+    stopping_ = true;
+  }
+  release_cv_.notify_all();
+  if (release_thread_.joinable()) release_thread_.join();  // frees what is still queued
+  av_buffer_unref(&device_);
+}
+
+void HwDecodeDevice::Release(Released r) {
+  {
+    std::lock_guard<std::mutex> lock(release_mu_);
+    release_queue_.push_back(std::move(r));
+    if (!release_thread_.joinable()) release_thread_ = std::thread([this] { ReleaseLoop(); });
+  }
+  release_cv_.notify_one();
+}
+
+void HwDecodeDevice::ReleaseLoop() {
+  for (;;) {
+    std::deque<Released> batch;
+    {
+      std::unique_lock<std::mutex> lock(release_mu_);
+      release_cv_.wait(lock, [&] { return stopping_ || !release_queue_.empty(); });
+      if (release_queue_.empty()) return;  // stopping, and nothing left
+      batch.swap(release_queue_);
+    }
+    {
+      std::unique_lock<std::mutex> lifecycle = LockDecoderLifecycle();
+      for (Released& r : batch) r.frame.reset();  // unmaps; destroys a decoder it held last
+    }
+    for (Released& r : batch) {
+      held_bytes_ -= r.bytes;
+      if (r.gate) r.gate->Give();
+    }
+  }
+}
 
 const char* HwDecodeDevice::api() const { return av_hwdevice_get_type_name(type_); }
 
@@ -207,8 +244,7 @@ DeviceFrameOwner::DeviceFrameOwner(std::shared_ptr<HwDecodeDevice> device, Frame
 }
 
 DeviceFrameOwner::~DeviceFrameOwner() {
-  device_->held_bytes_ -= bytes_;
-  if (gate_) gate_->Give();
+  device_->Release(HwDecodeDevice::Released{std::move(frame_), std::move(gate_), bytes_});
 }
 
 StatusOr<DeviceFrameView> ViewOfDeviceFrame(const AVFrame& frame, UntaggedMatrix untagged) {

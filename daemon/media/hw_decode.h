@@ -7,15 +7,25 @@
 // decoder's copies on the worker's decode stream, so the worker can order its own copy
 // of a surface after them with an event. HwDecodeState is a decoder's side: it offers the
 // device's pixel format in get_format and remembers what FFmpeg made of the offer.
+//
+// A device's hardware decoders are created and destroyed one at a time. The 9-minute
+// decode soak on the GPU host crashed the daemon inside libnvcuvid's cuvidDestroyDecoder,
+// called from the GPU worker's delivery thread as it freed the last frame of a session
+// whose decoder had closed, while other sessions created and destroyed theirs. So the
+// frames that reach the encoder are freed on the device's release thread (DeviceFrameOwner),
+// a batch at a time under LockDecoderLifecycle, and ContainerDecoder takes the same lock to
+// create a hardware decoder (its calls until the first get_format) and to close one.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "ffmpeg_handles.h"
 #include "frame_convert.h"
@@ -40,6 +50,8 @@ StatusOr<DecodeMode> ParseDecodeMode(const std::string& name);
 enum class DecodedFrames { kDevice, kHost };
 const char* DecodedFramesName(DecodedFrames f);
 StatusOr<DecodedFrames> ParseDecodedFrames(const std::string& name);
+
+class SurfaceGate;
 
 class HwDecodeDevice {
  public:
@@ -73,9 +85,26 @@ class HwDecodeDevice {
   // unknown (VA-API has no such count).
   int engines() const { return engines_; }
 
+  // Held while a hardware decoder is created (the decoder's calls until its first
+  // get_format) or closed (avcodec_free_context), and while the release thread frees
+  // frames: on one device these never overlap.
+  std::unique_lock<std::mutex> LockDecoderLifecycle() const { return std::unique_lock<std::mutex>(lifecycle_mu_); }
+
  private:
   friend class DeviceFrameOwner;
   HwDecodeDevice(AVBufferRef* device, AVHWDeviceType type, AVPixelFormat hw_format);
+  // A frame whose owner is done with it, on its way to the release thread.
+  struct Released {
+    FramePtr frame;
+    std::shared_ptr<SurfaceGate> gate;
+    uint64_t bytes = 0;
+  };
+  // Queues `r` for the release thread (started with the first frame), which frees it under
+  // the lifecycle lock, then takes its bytes off held_surface_bytes and gives its surface
+  // back to its gate. Never blocks on a decoder's creation: the GPU worker's delivery
+  // thread calls it.
+  void Release(Released r);
+  void ReleaseLoop();
   // Takes `ref`, an initialised CUDA device, and counts its context's engines.
   static std::shared_ptr<HwDecodeDevice> OwnCudaDevice(AVBufferRef* ref);
   AVBufferRef* device_;
@@ -84,6 +113,12 @@ class HwDecodeDevice {
   int engines_ = -1;
   std::unique_ptr<SharedLibrary> video_library_;  // CUDA: libnvcuvid.so.1, kept loaded
   std::atomic<uint64_t> held_bytes_{0};
+  mutable std::mutex lifecycle_mu_;
+  std::mutex release_mu_;  // guards the queue, stopping_ and the thread's start
+  std::condition_variable release_cv_;
+  std::deque<Released> release_queue_;
+  bool stopping_ = false;
+  std::thread release_thread_;  // declared last: joined (the queue emptied) before the rest goes
 };
 
 // Whether `codec` is offered `type`'s device: a codec whose decoding the standards make
@@ -140,7 +175,8 @@ Status AttachHwDevice(AVCodecContext* ctx, const HwDecodeDevice& device, HwDecod
                       int held_frames = kDefaultHeldDeviceFrames);
 
 // Keeps a hardware frame's surface referenced until the encoder is done with it, and
-// counts its bytes in HwDecodeDevice::held_surface_bytes.
+// counts its bytes in HwDecodeDevice::held_surface_bytes; on destruction the frame goes to
+// the device's release thread, which frees it and gives the surface back to `gate`.
 class DeviceFrameOwner {
  public:
   // `gate` (may be null) counts the frame as held until this owner is destroyed.

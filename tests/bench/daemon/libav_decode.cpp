@@ -9,11 +9,16 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -23,6 +28,7 @@ extern "C" {
 
 #include "ffmpeg_handles.h"
 #include "hw_decode.h"
+#include "memory_reader.h"
 
 namespace conveyor::bench {
 namespace {
@@ -44,63 +50,111 @@ double CpuSeconds() {
   return s(u.ru_utime) + s(u.ru_stime);
 }
 
-// A read position over the shared file bytes: each stream has its own.
-struct MemoryReader {
-  const std::vector<uint8_t>* data = nullptr;
-  size_t pos = 0;
+using Clock = std::chrono::steady_clock;
 
-  static int Read(void* opaque, uint8_t* buf, int size) {
-    auto* r = static_cast<MemoryReader*>(opaque);
-    if (r->pos >= r->data->size()) return AVERROR_EOF;
-    const size_t n = std::min(static_cast<size_t>(size), r->data->size() - r->pos);
-    std::memcpy(buf, r->data->data() + r->pos, n);
-    r->pos += n;
-    return static_cast<int>(n);
-  }
+// Churn's releaser: frees each frame (or drops its DeviceFrameOwner) on a thread of its
+// own, `hold` after it came, and counts those whose decoder had closed by then.
+class Releaser {
+ public:
+  struct Held {
+    FramePtr frame;
+    std::shared_ptr<media::DeviceFrameOwner> owner;
+    std::shared_ptr<const std::atomic<bool>> decoder_open;
+  };
 
-  static int64_t Seek(void* opaque, int64_t offset, int whence) {
-    auto* r = static_cast<MemoryReader*>(opaque);
-    const auto size = static_cast<int64_t>(r->data->size());
-    int64_t to = 0;
-    switch (whence & ~AVSEEK_FORCE) {
-      case AVSEEK_SIZE: return size;
-      case SEEK_SET: to = offset; break;
-      case SEEK_CUR: to = static_cast<int64_t>(r->pos) + offset; break;
-      case SEEK_END: to = size + offset; break;
-      default: return AVERROR(EINVAL);
+  explicit Releaser(std::chrono::microseconds hold) : hold_(hold), thread_([this] { Loop(); }) {}
+  ~Releaser() { Finish(); }
+  // Frees what is still held, at once, and stops the thread.
+  void Finish() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
     }
-    if (to < 0 || to > size) return AVERROR(EINVAL);
-    r->pos = static_cast<size_t>(to);
-    return to;
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
   }
+  Releaser(const Releaser&) = delete;
+  Releaser& operator=(const Releaser&) = delete;
+
+  void Push(Held h) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.push_back({Clock::now() + hold_, std::move(h)});
+    }
+    cv_.notify_all();
+  }
+  uint64_t outlived() const { return outlived_.load(); }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      if (queue_.empty()) {
+        if (stop_) return;
+        cv_.wait(lock);
+        continue;
+      }
+      if (!stop_ && Clock::now() < queue_.front().due) {
+        cv_.wait_until(lock, queue_.front().due);
+        continue;
+      }
+      Held h = std::move(queue_.front().held);
+      queue_.pop_front();
+      lock.unlock();
+      if (!h.decoder_open->load()) outlived_++;
+      h.frame.reset();
+      h.owner.reset();
+      lock.lock();
+    }
+  }
+
+  struct Entry {
+    Clock::time_point due;
+    Held held;
+  };
+  const std::chrono::microseconds hold_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Entry> queue_;
+  bool stop_ = false;
+  std::atomic<uint64_t> outlived_{0};
+  std::thread thread_;  // last: starts once the rest is built
 };
 
 class DecodeStream {
  public:
-  DecodeStream(int index, const std::vector<uint8_t>& file, const LibavDecodeOptions& o, const HwDecodeDevice* device)
-      : index_(index), o_(o), device_(device) {
+  DecodeStream(int index, const std::vector<uint8_t>& file, const LibavDecodeOptions& o,
+               std::shared_ptr<HwDecodeDevice> device)
+      : index_(index), o_(o), device_(std::move(device)) {
     reader_.data = &file;
   }
 
   Status Run() {
     RETURN_IF_ERROR(Open());
-    ASSIGN_OR_RETURN(PacketPtr pkt, media::AllocPacket());
-    ASSIGN_OR_RETURN(frame_, media::AllocFrame());
-    int err = 0;
-    while ((err = av_read_frame(in_.get(), pkt.get())) >= 0) {
-      if (pkt->stream_index == stream_) err = avcodec_send_packet(dec_.get(), pkt.get());
-      av_packet_unref(pkt.get());
-      if (err < 0) return FfmpegError(err, "avcodec_send_packet");
-      RETURN_IF_ERROR(Drain());
+    RETURN_IF_ERROR(DecodeUpTo(std::numeric_limits<uint64_t>::max()));
+    if (frames_ == 0) return InvalidArgument(o_.input + ": no video frame decoded");
+    return OkStatus();
+  }
+
+  // Opens, decodes frames_per_open frames (or the whole file, if shorter) and closes, again
+  // and again until `deadline`, handing every frame to `releaser`.
+  Status Churn(Clock::time_point deadline, Releaser* releaser) {
+    releaser_ = releaser;
+    while (Clock::now() < deadline) {
+      reader_.pos = 0;
+      decoder_open_ = std::make_shared<std::atomic<bool>>(true);
+      first_of_open_ = true;
+      RETURN_IF_ERROR(Open());
+      RETURN_IF_ERROR(DecodeUpTo(frames_ + static_cast<uint64_t>(o_.frames_per_open)));
+      Close();
+      opens_++;
     }
-    if (err != AVERROR_EOF) return FfmpegError(err, "av_read_frame");
-    if ((err = avcodec_send_packet(dec_.get(), nullptr)) < 0) return FfmpegError(err, "avcodec_send_packet(flush)");
-    RETURN_IF_ERROR(Drain());
     if (frames_ == 0) return InvalidArgument(o_.input + ": no video frame decoded");
     return OkStatus();
   }
 
   uint64_t frames() const { return frames_; }
+  uint64_t opens() const { return opens_; }
   int width() const { return width_; }
   int height() const { return height_; }
   const std::string& decoder() const { return decoder_; }
@@ -150,19 +204,75 @@ class DecodeStream {
     return OkStatus();
   }
 
-  Status Drain() {
-    for (;;) {
-      const int err = avcodec_receive_frame(dec_.get(), frame_.get());
+  // Decodes until frames() reaches `until` or the file ends (then flushes the decoder).
+  Status DecodeUpTo(uint64_t until) {
+    ASSIGN_OR_RETURN(PacketPtr pkt, media::AllocPacket());
+    ASSIGN_OR_RETURN(frame_, media::AllocFrame());
+    int err = 0;
+    while (frames_ < until && (err = av_read_frame(in_.get(), pkt.get())) >= 0) {
+      if (pkt->stream_index == stream_) err = Send(pkt.get());
+      av_packet_unref(pkt.get());
+      if (err < 0) return FfmpegError(err, "avcodec_send_packet");
+      RETURN_IF_ERROR(Drain(until));
+    }
+    if (frames_ >= until) return OkStatus();
+    if (err != AVERROR_EOF) return FfmpegError(err, "av_read_frame");
+    if ((err = Send(nullptr)) < 0) return FfmpegError(err, "avcodec_send_packet(flush)");
+    return Drain(until);
+  }
+
+  // Under the daemon's discipline a hardware decoder's calls until its first get_format
+  // (where FFmpeg's hwaccel creates it), and its closing, hold the device's lifecycle lock.
+  bool Disciplined() const { return device_ != nullptr && releaser_ != nullptr && o_.discipline == "daemon"; }
+  int Send(const AVPacket* pkt) {
+    std::unique_lock<std::mutex> creating;
+    if (Disciplined() && !hw_.asked) creating = device_->LockDecoderLifecycle();
+    return avcodec_send_packet(dec_.get(), pkt);
+  }
+  int Receive() {
+    std::unique_lock<std::mutex> creating;
+    if (Disciplined() && !hw_.asked) creating = device_->LockDecoderLifecycle();
+    return avcodec_receive_frame(dec_.get(), frame_.get());
+  }
+  void Close() {
+    {
+      std::unique_lock<std::mutex> closing;
+      if (Disciplined()) closing = device_->LockDecoderLifecycle();
+      dec_.reset();
+    }
+    decoder_open_->store(false);
+    in_.reset();
+    avio_.reset();
+  }
+
+  Status Drain(uint64_t until) {
+    while (frames_ < until) {
+      const int err = Receive();
       if (err == AVERROR(EAGAIN) || err == AVERROR_EOF) return OkStatus();
       if (err < 0) return FfmpegError(err, "avcodec_receive_frame");
-      if (frames_ == 0) {
+      if (first_of_open_) {  // each decoder's first frame: where it decoded
+        first_of_open_ = false;
         width_ = frame_->width;
         height_ = frame_->height;
         if (device_ != nullptr) RETURN_IF_ERROR(CheckDeviceFrame(*frame_));
       }
       frames_++;
-      av_frame_unref(frame_.get());  // a CUDA surface goes back to the decoder's pool untouched
+      if (releaser_ == nullptr) {
+        av_frame_unref(frame_.get());  // a CUDA surface goes back to the decoder's pool untouched
+        continue;
+      }
+      ASSIGN_OR_RETURN(FramePtr kept, media::AllocFrame());
+      av_frame_move_ref(kept.get(), frame_.get());
+      Releaser::Held held;
+      held.decoder_open = decoder_open_;
+      if (Disciplined()) {
+        held.owner = std::make_shared<media::DeviceFrameOwner>(device_, std::move(kept));
+      } else {
+        held.frame = std::move(kept);
+      }
+      releaser_->Push(std::move(held));
     }
+    return OkStatus();
   }
 
   // A stream meant for the engines that decodes on the CPU would time the wrong decoder.
@@ -181,7 +291,7 @@ class DecodeStream {
 
   const int index_;
   const LibavDecodeOptions& o_;
-  const HwDecodeDevice* device_;  // null: software decoding
+  const std::shared_ptr<HwDecodeDevice> device_;  // null: software decoding
   MemoryReader reader_;
   AvioContextPtr avio_;  // declared before in_, so it outlives it
   InputFormatPtr in_;
@@ -189,6 +299,10 @@ class DecodeStream {
   CodecContextPtr dec_;
   HwDecodeState hw_;
   FramePtr frame_;
+  Releaser* releaser_ = nullptr;  // churn only
+  std::shared_ptr<std::atomic<bool>> decoder_open_;
+  uint64_t opens_ = 0;
+  bool first_of_open_ = true;
   uint64_t frames_ = 0;
   int width_ = 0, height_ = 0;
   std::string decoder_;
@@ -200,6 +314,10 @@ StatusOr<LibavDecodeResult> DecodeStreams(const LibavDecodeOptions& o) {
   if (o.streams < 1) return InvalidArgument("--streams must be at least 1");
   if (o.decoder != "cuda" && o.decoder != "cpu") return InvalidArgument("--decoder must be cuda or cpu");
   if (o.threads < 0) return InvalidArgument("--threads must be 0 (FFmpeg's choice) or more");
+  if (o.churn_seconds < 0 || o.frames_per_open < 1 || o.hold_ms < 0) {
+    return InvalidArgument("--churn-seconds and --hold-ms must be 0 or more, --frames-per-open 1 or more");
+  }
+  if (o.discipline != "daemon" && o.discipline != "plain") return InvalidArgument("--discipline must be daemon or plain");
   std::ifstream in(o.input, std::ios::binary);
   if (!in) return InvalidArgument("cannot open " + o.input);
   const std::vector<uint8_t> file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -216,19 +334,32 @@ StatusOr<LibavDecodeResult> DecodeStreams(const LibavDecodeOptions& o) {
 
   std::vector<std::unique_ptr<DecodeStream>> streams;
   for (int i = 0; i < o.streams; ++i) {
-    const HwDecodeDevice* device = devices.empty() ? nullptr : devices[devices.size() == 1 ? 0 : i].get();
-    streams.push_back(std::make_unique<DecodeStream>(i, file, o, device));
+    std::shared_ptr<HwDecodeDevice> device = devices.empty() ? nullptr : devices[devices.size() == 1 ? 0 : i];
+    streams.push_back(std::make_unique<DecodeStream>(i, file, o, std::move(device)));
   }
   std::vector<Status> statuses(streams.size());
+  std::unique_ptr<Releaser> releaser;
+  if (o.churn_seconds > 0) {
+    releaser = std::make_unique<Releaser>(std::chrono::microseconds(static_cast<int64_t>(o.hold_ms * 1e3)));
+  }
   const double cpu0 = CpuSeconds();
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = Clock::now();
+  const auto deadline = t0 + std::chrono::microseconds(static_cast<int64_t>(o.churn_seconds * 1e6));
   {
     std::vector<std::thread> threads;
-    for (size_t i = 0; i < streams.size(); ++i) threads.emplace_back([&, i] { statuses[i] = streams[i]->Run(); });
+    for (size_t i = 0; i < streams.size(); ++i) {
+      threads.emplace_back([&, i] {
+        statuses[i] = releaser ? streams[i]->Churn(deadline, releaser.get()) : streams[i]->Run();
+      });
+    }
     for (std::thread& t : threads) t.join();
   }
   LibavDecodeResult r;
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (releaser) {
+    releaser->Finish();  // every frame freed, before the clock stops
+    r.outlived_decoder = releaser->outlived();
+  }
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.cpu_seconds = CpuSeconds() - cpu0;
   for (size_t i = 0; i < streams.size(); ++i) {
     if (!statuses[i].ok()) {
@@ -238,6 +369,7 @@ StatusOr<LibavDecodeResult> DecodeStreams(const LibavDecodeOptions& o) {
       return Status(statuses[i].code(), "stream " + std::to_string(i) + ": " + m);
     }
     r.frames += streams[i]->frames();
+    r.opens += streams[i]->opens();
   }
   r.width = streams[0]->width();
   r.height = streams[0]->height();

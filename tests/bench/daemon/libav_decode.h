@@ -20,6 +20,19 @@ struct LibavDecodeOptions {
   // cuda: one device (the primary context) for every stream, as conveyord's worker serves
   // all its sessions, or a device with its own CUDA context for each stream.
   bool context_per_stream = false;
+  // Churn (churn_seconds > 0): for that long, each stream closes its decoder after
+  // frames_per_open frames and opens the next from the file's start, and a releaser
+  // thread frees every frame hold_ms after it came, often after its decoder has closed:
+  // how conveyord's sessions start, end and are cancelled while the GPU worker still holds
+  // their frames, compressed into seconds. A decoder or driver that cannot take it crashes
+  // the process. `discipline` (cuda): "daemon" is conveyord's (frames freed on the decode
+  // device's release thread through DeviceFrameOwner; a decoder created, up to its first
+  // get_format, and closed under HwDecodeDevice::LockDecoderLifecycle), "plain" FFmpeg's
+  // usual use (frames freed on the releaser, no lock).
+  double churn_seconds = 0;
+  int frames_per_open = 8;
+  double hold_ms = 5;
+  std::string discipline = "daemon";
 };
 
 struct LibavDecodeResult {
@@ -28,6 +41,8 @@ struct LibavDecodeResult {
   double cpu_seconds = 0;    // getrusage(RUSAGE_SELF) user + system over the same span
   int width = 0, height = 0;
   std::string decoder;       // FFmpeg's decoder, where it ran and its threads, for the log
+  uint64_t opens = 0;             // churn: decoders opened and closed
+  uint64_t outlived_decoder = 0;  // churn: frames freed after their decoder had closed
 };
 
 // INVALID_ARGUMENT for bad options or an input without video; UNAVAILABLE when the CUDA

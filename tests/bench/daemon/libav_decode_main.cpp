@@ -1,7 +1,9 @@
 // conveyor-bench-libav-decode: N concurrent demux + decode streams over one file, on NVDEC
 // (`cuda`, as conveyord decodes) or FFmpeg's software decoder (`cpu`), and nothing after
 // the decoder. conveyor-bench-daemon runs it as the decode-only ceiling of its container
-// runs. Prints a table and one JSON line; links libav* alone, so it runs from the bundle.
+// runs. With --churn-seconds it opens and closes decoders for that long instead (a stress
+// of the hardware decoders' lifecycle, libav_decode.h). Prints a table and one JSON line;
+// links libav* alone, so it runs from the bundle.
 #include <cstdio>
 #include <string>
 
@@ -28,6 +30,17 @@ int main(int argc, char** argv) {
   app.add_option("--device", o.device, "cuda: the CUDA device")->check(CLI::NonNegativeNumber);
   app.add_flag("--context-per-stream", o.context_per_stream,
                "cuda: each stream opens its own CUDA context instead of sharing the primary one");
+  app.add_option("--churn-seconds", o.churn_seconds,
+                 "Churn for this long: each stream closes its decoder every --frames-per-open frames and opens "
+                 "the next, and a releaser thread frees each frame --hold-ms after it came")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--frames-per-open", o.frames_per_open, "Churn: frames a decoder gives before it is closed")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--hold-ms", o.hold_ms, "Churn: how long the releaser keeps a frame")->check(CLI::NonNegativeNumber);
+  app.add_option("--discipline", o.discipline,
+                 "Churn, cuda: daemon (conveyord's: the device's release thread and lifecycle lock) or plain "
+                 "(FFmpeg's usual use)")
+      ->check(CLI::IsMember({"daemon", "plain"}));
   CLI11_PARSE(app, argc, argv);
   av_log_set_level(AV_LOG_ERROR);
 
@@ -45,9 +58,15 @@ int main(int argc, char** argv) {
   std::printf("%8s %10s %10s %10s %16s\n", "streams", "frames", "seconds", "frames/s", "CPU ms/frame");
   std::printf("%8d %10llu %10.3f %10.1f %16.3f\n", o.streams, static_cast<unsigned long long>(r.frames), r.seconds,
               fps, cpu_ms);
+  if (o.churn_seconds > 0) {
+    std::printf("churn (%s): %llu decoders opened and closed, %.1f a second; %llu frames freed after their decoder "
+                "had closed\n",
+                o.decoder == "cuda" ? o.discipline.c_str() : "cpu", static_cast<unsigned long long>(r.opens),
+                r.seconds > 0 ? r.opens / r.seconds : 0, static_cast<unsigned long long>(r.outlived_decoder));
+  }
   std::printf("{\"bench\":\"libav_decode\",\"decoder\":\"%s\",\"streams\":%d,\"frames\":%llu,\"seconds\":%.4f,"
-              "\"fps\":%.2f,\"cpu_seconds\":%.4f,\"cpu_ms_per_frame\":%.4f}\n",
+              "\"fps\":%.2f,\"cpu_seconds\":%.4f,\"cpu_ms_per_frame\":%.4f,\"opens\":%llu,\"outlived_decoder\":%llu}\n",
               o.decoder.c_str(), o.streams, static_cast<unsigned long long>(r.frames), r.seconds, fps, r.cpu_seconds,
-              cpu_ms);
+              cpu_ms, static_cast<unsigned long long>(r.opens), static_cast<unsigned long long>(r.outlived_decoder));
   return 0;
 }

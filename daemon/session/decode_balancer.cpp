@@ -15,6 +15,7 @@ struct DecodeBalancer::Ticket::State {
     double busy = -1;              // at the last reading
     size_t sessions_at_reading = 0;
     Clock::time_point last_move{};
+    int engines = 0;  // 0: not known
   };
   std::vector<Worker> workers;
   double cpu_idle_cores = -1;
@@ -43,7 +44,9 @@ struct DecodeBalancer::Ticket::State {
   // H.264 on the GPU host: 26 of 32 on the CPU, 1 562 frames/s against 2 937 with every
   // session on the engines). Too many sessions on the engines share them; moves (Tick)
   // take the surplus off once a reading shows them the bottleneck.
+  // Never with an engine free: fewer engine sessions than engines.
   bool Bottleneck(const Worker& w) const {
+    if (w.engines > 0 && w.tickets.size() < static_cast<size_t>(w.engines)) return false;
     return w.busy >= policy.engine_busy && cpu_idle_cores >= policy.spare_cores;
   }
 };
@@ -85,6 +88,11 @@ DecodeBalancer::Ticket::~Ticket() {
   }
 }
 
+void DecodeBalancer::SetEngines(int worker, int engines) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  if (worker >= 0 && worker < static_cast<int>(state_->workers.size())) state_->workers[worker].engines = engines;
+}
+
 std::string DecodeBalancer::Place(int worker, Clock::time_point now) {
   Ticket::State& s = *state_;
   std::lock_guard<std::mutex> lock(s.mu);
@@ -92,10 +100,11 @@ std::string DecodeBalancer::Place(int worker, Clock::time_point now) {
   s.ReadIfDue(now);
   Ticket::State::Worker& w = s.workers[worker];
   if (s.Bottleneck(w)) {
-    char why[160];
+    char why[200];
     std::snprintf(why, sizeof why,
-                  "the video engines are the bottleneck (%.0f %% busy) and %.1f CPU cores are idle", 100 * w.busy,
-                  s.cpu_idle_cores);
+                  "the video engines are the bottleneck (%.0f %% busy, %zu of this daemon's sessions on them) "
+                  "and %.1f CPU cores are idle",
+                  100 * w.busy, w.tickets.size(), s.cpu_idle_cores);
     return why;
   }
   return "";

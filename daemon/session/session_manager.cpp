@@ -47,7 +47,9 @@ SessionManager::SessionManager(Scheduler* scheduler, SessionOptions options, Ses
   // says at start whether they work, and the engine count is there for the metrics.
   if (options_.decode != media::DecodeMode::kCpu) {
     for (int i = 0; i < scheduler->num_workers(); ++i) {
-      if (scheduler->worker(i).info.is_gpu()) decode_devices_.For(i, options_.vaapi_device);
+      if (!scheduler->worker(i).info.is_gpu()) continue;
+      decode_devices_.For(i, options_.vaapi_device);
+      decode_balancer_->SetEngines(i, decode_devices_.Engines(i));
     }
   }
   reaper_ = std::thread([this] { ReapLoop(); });

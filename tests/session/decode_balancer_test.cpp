@@ -1,7 +1,7 @@
 // DecodeBalancer's decisions from a scripted load: engines until they are the bottleneck
 // with CPU cores to spare, a burst between readings on the engines, one move a move
-// interval and the newest engine session first, and nothing at all where the load is not
-// known.
+// interval and the newest engine session first, never while an engine is free, and nothing
+// at all where the load is not known.
 #include "decode_balancer.h"
 
 #include <gtest/gtest.h>
@@ -122,6 +122,35 @@ TEST(DecodeBalancer, OnlyTheBottleneckedWorkerMovesSessions) {
   b.Tick(1, t);
   EXPECT_FALSE(on0->move_requested());
   EXPECT_TRUE(on1->move_requested());
+}
+
+TEST(DecodeBalancer, WithAnEngineFreeNoReadingMakesTheEnginesTheBottleneck) {
+  // NVML still reads a burst that has just ended: the engines full, with none of the
+  // daemon's sessions on them.
+  Script s;
+  s.load = Load(0.97, 12);
+  DecodeBalancer b(1, s.Sampler());
+  b.SetEngines(0, 3);
+  std::vector<std::shared_ptr<DecodeBalancer::Ticket>> on_engines;
+  Clock::time_point t = Clock::now();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(b.Place(0, t), "") << i;
+    b.Tick(0, t);  // with i sessions on the engines
+    on_engines.push_back(b.Register(0));
+    t += milliseconds(600);
+  }
+  EXPECT_EQ(b.moves(), 0u);
+  for (const auto& ticket : on_engines) EXPECT_FALSE(ticket->move_requested());
+  // Three sessions on three engines, and still full: the next goes to the CPU, and the
+  // newest engine session is asked to move.
+  const std::string why = b.Place(0, t);
+  EXPECT_NE(why.find("3 of this daemon's sessions on them"), std::string::npos) << why;
+  b.Tick(0, t);
+  EXPECT_TRUE(on_engines.back()->move_requested());
+  // Without a count (0), the reading alone decides, as before.
+  DecodeBalancer c(1, s.Sampler());
+  c.SetEngines(0, 0);
+  EXPECT_NE(c.Place(0, t), "");
 }
 
 }  // namespace

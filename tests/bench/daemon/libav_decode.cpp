@@ -317,7 +317,9 @@ StatusOr<LibavDecodeResult> DecodeStreams(const LibavDecodeOptions& o) {
   if (o.churn_seconds < 0 || o.frames_per_open < 1 || o.hold_ms < 0) {
     return InvalidArgument("--churn-seconds and --hold-ms must be 0 or more, --frames-per-open 1 or more");
   }
-  if (o.discipline != "daemon" && o.discipline != "plain") return InvalidArgument("--discipline must be daemon or plain");
+  if (o.discipline != "daemon" && o.discipline != "plain") {
+    return InvalidArgument("--discipline must be daemon or plain");
+  }
   std::ifstream in(o.input, std::ios::binary);
   if (!in) return InvalidArgument("cannot open " + o.input);
   const std::vector<uint8_t> file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -5,13 +5,14 @@
 #      decode-only reference, then the daemon with decode gpu, auto at each
 #      decode.engines_full_percent in FULL (90 = the default, 60), and cpu;
 #   2. time to first frame at one session on clip A, gpu against cpu, with the daemon's
-#      debug line that splits it (input opened, the hardware decoder settled, first frame);
+#      debug line that splits it (input opened, the hardware decoder settled, first frame),
+#      then gpu at decode.held_frames 2 and 16 (HELD_TTFF), for what the surfaces cost;
 #   3. decode_identity.sh (where it is staged), capped at IDENTITY_S seconds;
 #   4. 16 sessions: the reference, gpu and auto.
 # Each daemon run also samples `nvidia-smi dmon` (SM % / decoder %), once a second.
 #   bash tests/gpu/h200_bundle/stage.sh targets     (on the development machine)
 #   bash .h200/decode_targets.sh                    (on the GPU host)
-# FULL ("90 60"), ROUNDS (TTFF rounds, 2), IDENTITY_S (200).
+# FULL ("90 60"), ROUNDS (TTFF rounds, 2), HELD_TTFF ("2 16"), IDENTITY_S (200).
 set -u
 cd "${BUNDLE_DIR:-.h200}" || exit 1
 B=$(basename "$(tar tJf bundle.tar.xz | head -1)")
@@ -62,6 +63,16 @@ for i in $(seq "${ROUNDS:-2}"); do
       --reference none --sessions 1 --decode "$mode" 2>&1 |
       grep -E "first frame written|time to first|session failed|frames/s" | sed -E 's/^[0-9-]+ [0-9:.]+ //'
   done
+done
+# Whether creating the hardware decoder (the settling the debug line times) grows with the
+# surfaces it is asked for: the decoder's own plus decode.held_frames (8 by default).
+for held in ${HELD_TTFF:-2 16}; do
+  echo "== gpu, decode.held_frames $held"
+  printf '[decode]\nheld_frames = %s\n' "$held" >/tmp/decode-targets-held.toml
+  ./conveyor-bench-daemon "${D[@]}" --daemon-arg=--log-level --daemon-arg=debug \
+    --daemon-arg=--config --daemon-arg=/tmp/decode-targets-held.toml --input a1080.h264 --quality 85 \
+    --reference none --sessions 1 --decode gpu 2>&1 |
+    grep -E "first frame written|time to first|session failed" | sed -E 's/^[0-9-]+ [0-9:.]+ //'
 done
 
 if [[ -f decode_identity.sh ]]; then

@@ -146,7 +146,7 @@ class SurfaceGate {
   bool WaitForRoom(std::chrono::milliseconds timeout);
   int held() const;
   void Take();  // one more frame held (DeviceFrameOwner's constructor)
-  void Give();  // one frame given back (its destructor); wakes a waiter
+  void Give();  // one frame given back (once the release thread freed it); wakes a waiter
 
  private:
   const int bound_;
@@ -179,7 +179,7 @@ Status AttachHwDevice(AVCodecContext* ctx, const HwDecodeDevice& device, HwDecod
 // the device's release thread, which frees it and gives the surface back to `gate`.
 class DeviceFrameOwner {
  public:
-  // `gate` (may be null) counts the frame as held until this owner is destroyed.
+  // `gate` (may be null) counts the frame as held until the release thread has freed it.
   DeviceFrameOwner(std::shared_ptr<HwDecodeDevice> device, FramePtr frame, std::shared_ptr<SurfaceGate> gate = nullptr);
   ~DeviceFrameOwner();
   DeviceFrameOwner(const DeviceFrameOwner&) = delete;

@@ -204,7 +204,8 @@ inline const Field kFields[] = {
      "For decode = auto on NVIDIA GPUs: the video engines' busy share (NVML's decoder\n"
      "utilization, read every 0.5 s) at which they count as full. While they are this busy\n"
      "and at least two cores are idle, new auto sessions decode on the CPU, and one engine\n"
-     "session a second moves to the CPU at its next keyframe.",
+     "session a second moves to the CPU at its next keyframe; never while fewer of this\n"
+     "daemon's sessions decode on a GPU's engines than it has engines (one is free).",
      10, 100},
     {"decode", "vaapi_device", &DaemonConfig::vaapi_device, nullptr,
      "VA-API render node for AMD GPUs (/dev/dri/renderD128); empty: the GPU's own, found by\n"

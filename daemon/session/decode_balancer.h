@@ -12,9 +12,9 @@
 // engine sessions than engines (SetEngines) is never the bottleneck, whatever NVML reads:
 // a stream decodes on one engine at a time (on the GPU host NVDEC gives one 1080p H.264
 // stream 442 frames/s, 8 streams 2 337 and 32 streams 3 159 on its 7 engines), so one is
-// free, and NVML's share,
-// averaged over its last sampling period, still reads a burst that has just ended (at 16
-// sessions every session went to the CPU after a warm-up round of 16 on the engines).
+// free, and NVML's share, averaged over its last sampling period, still reads a burst that
+// has just ended (at 16 sessions every session went to the CPU after a warm-up round of 16
+// on the engines).
 #pragma once
 
 #include <atomic>

@@ -28,7 +28,6 @@ extern "C" {
 
 #include "ffmpeg_handles.h"
 #include "hw_decode.h"
-#include "memory_reader.h"
 
 namespace conveyor::bench {
 namespace {
@@ -49,6 +48,37 @@ double CpuSeconds() {
   auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
   return s(u.ru_utime) + s(u.ru_stime);
 }
+
+// A read position over the shared file bytes: each stream has its own.
+struct MemoryReader {
+  const std::vector<uint8_t>* data = nullptr;
+  size_t pos = 0;
+
+  static int Read(void* opaque, uint8_t* buf, int size) {
+    auto* r = static_cast<MemoryReader*>(opaque);
+    if (r->pos >= r->data->size()) return AVERROR_EOF;
+    const size_t n = std::min(static_cast<size_t>(size), r->data->size() - r->pos);
+    std::memcpy(buf, r->data->data() + r->pos, n);
+    r->pos += n;
+    return static_cast<int>(n);
+  }
+
+  static int64_t Seek(void* opaque, int64_t offset, int whence) {
+    auto* r = static_cast<MemoryReader*>(opaque);
+    const auto size = static_cast<int64_t>(r->data->size());
+    int64_t to = 0;
+    switch (whence & ~AVSEEK_FORCE) {
+      case AVSEEK_SIZE: return size;
+      case SEEK_SET: to = offset; break;
+      case SEEK_CUR: to = static_cast<int64_t>(r->pos) + offset; break;
+      case SEEK_END: to = size + offset; break;
+      default: return AVERROR(EINVAL);
+    }
+    if (to < 0 || to > size) return AVERROR(EINVAL);
+    r->pos = static_cast<size_t>(to);
+    return to;
+  }
+};
 
 using Clock = std::chrono::steady_clock;
 

@@ -30,9 +30,11 @@ void AppendTrailer(JpegBytes* jpeg) {
 Status BandReadback::Read(const std::vector<GpuSlot*>& group, const std::vector<FrameResult*>& results) {
   for (GpuSlot* s : group) {
     RETURN_IF_ERROR(Check("hipEventSynchronize(uploaded)", s->index, hipEventSynchronize(s->uploaded.get())));
-    // The upload has completed: the input, pinned slot or caller memory, may be written
-    // again from here on (docs/DESIGN.md, Slot reuse).
-    if (s->direct) {
+    // The upload has completed: the input, pinned slot, caller memory or a decoder's
+    // surface, may be written again from here on (docs/DESIGN.md, Slot reuse). A device
+    // frame's surface goes back to its decoder now, not once the frame is encoded and
+    // read back, so that a decoder's few surfaces are held only for their copy.
+    if (s->direct || s->device) {
       s->ReleaseInput();
     } else if (options_.test_on_input_free) {
       options_.test_on_input_free(s->index, s->input.get<uint8_t>(), s->frame_bytes);

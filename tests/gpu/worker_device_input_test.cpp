@@ -9,6 +9,7 @@
 // usable or the build has none. Free of FFmpeg and gRPC so it runs as built on the GPU host.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -232,6 +233,54 @@ TEST_F(GpuDeviceInputTest, P010SurfacesAreNarrowedAsTheCpuNarrows) {
       params.quality = 90;
       ExpectCpuEncoderBytes(device, true, std::move(s), *host, params, what);
     }
+  }
+}
+
+// A decoder's surface goes back to it once the worker's copy has completed, while the frame
+// may still be encoding; the decoder then writes its next picture there. The owner's
+// release poisons the surface on the decode stream, as that next picture would: a surface
+// given back before the copy completed shows in the output.
+TEST_F(GpuDeviceInputTest, SurfacesGoBackOnlyOnceCopied) {
+  constexpr int kFrames = 12;
+  testing::SyntheticFrame f = testing::MakeSyntheticFrame(1920, 1080, PixelFormat::kNv12, 41);
+  const PlaneGeometry g = PackedPlaneGeometry(PixelFormat::kNv12, 1920, 1080);
+  const uint8_t* planes[2] = {f.view.plane[0], f.view.plane[1]};
+  const int strides[2] = {f.view.stride[0], f.view.stride[1]};
+  const int row_bytes[2] = {g.row_bytes[0], g.row_bytes[1]};
+  const int rows[2] = {g.rows[0], g.rows[1]};
+  EncodeParams params;
+  params.quality = 85;
+  Results got;
+  std::atomic<int> released{0};
+  for (int i = 0; i < kFrames; ++i) {
+    std::shared_ptr<Surface> s = QueueSurface(planes, strides, row_bytes, rows);
+    ASSERT_NE(s, nullptr);
+    FrameRequest req;
+    req.id = i;
+    req.frame = DeviceView(*s, 1920, 1080, f.view.range);
+    req.device.enabled = true;
+    hipStream_t stream = decode_stream_;
+    req.owner = std::shared_ptr<Surface>(s.get(), [keep = s, stream, &released](Surface* surface) {
+      EXPECT_EQ(hipMemsetAsync(surface->buffer.get(), 0x11, surface->buffer.size(), stream), hipSuccess);
+      EXPECT_EQ(hipStreamSynchronize(stream), hipSuccess);
+      released.fetch_add(1);
+    });
+    s.reset();
+    req.renditions = {Rendition{0, 0, params}};
+    req.on_done = got.Callback();
+    ASSERT_TRUE(worker_->Submit(std::move(req)).ok());
+  }
+  worker_->Flush();
+  EXPECT_EQ(released.load(), kFrames);
+  ASSERT_EQ(got.by_id.size(), static_cast<size_t>(kFrames));
+  CpuJpegEncoder reference(0);
+  auto want = reference.Encode(f.view, params);
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+  for (const auto& [id, r] : got.by_id) {
+    ASSERT_TRUE(r.status.ok()) << "frame " << id << ": " << r.status.ToString();
+    ASSERT_EQ(r.jpeg.size(), 1u);
+    EXPECT_EQ(r.jpeg[0].ToVector(), *want) << "frame " << id << ": its surface was given back before its copy";
+    ++compared_cases;
   }
 }
 

@@ -11,9 +11,10 @@
 # `stage.sh tune` is that and the Annex B stream decode_tune.sh repeats (REPEAT=N), and
 # `stage.sh identity` leaves the benchmark binaries out too, for decode_identity.sh;
 # `stage.sh targets` is `tune` with clip A only as Annex B and the benchmark binaries in xz,
-# for decode_targets.sh and decode_identity.sh in one call (and decoder_churn.sh). Then, on
-# the GPU host, with .h200 in the working tree: bash .h200/run.sh (or decode_identity.sh,
-# decode_tune.sh, decode_targets.sh, decoder_churn.sh).
+# for decode_targets.sh and decode_identity.sh in one call (and decoder_churn.sh, and
+# decode_ab.sh with a second conveyord). Then, on the GPU host, with .h200 in the working
+# tree: bash .h200/run.sh (or decode_identity.sh, decode_tune.sh, decode_targets.sh,
+# decoder_churn.sh, decode_ab.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."  # the repository root
 exclude=$(git rev-parse --git-path info/exclude)
@@ -85,7 +86,7 @@ mkdir -p .h200/selection
 ffmpeg -loglevel error -y -f lavfi -i "testsrc2=size=1280x720:rate=25,noise=alls=2:allf=t" -t 8 \
   -c:v libx264 -preset fast -crf 30 -g 25 -keyint_min 25 -sc_threshold 0 -pix_fmt yuv420p \
   .h200/selection/h264_g25_720.mp4
-cp tests/gpu/h200_bundle/{decode_identity.sh,decode_tune.sh,decode_targets.sh,decoder_churn.sh} .h200/
+cp tests/gpu/h200_bundle/{decode_identity.sh,decode_tune.sh,decode_targets.sh,decoder_churn.sh,decode_ab.sh} .h200/
 if [[ $mode == targets ]]; then  # decode_identity.sh takes clip A as Annex B where the MP4 is not staged
   rm .h200/a1080.mp4
   xz -9e -T2 .h200/conveyor-bench-daemon .h200/conveyor-bench-libav-decode

@@ -56,19 +56,26 @@ void ContainerDecoder::CloseCodec() {
   }
   // A hardware decoder's teardown (its decoder destroyed, unless frames still hold it) is
   // one of the device's lifecycle steps.
-  std::unique_lock<std::mutex> lifecycle = options_.hw_device->LockDecoderLifecycle();
+  std::unique_lock<std::mutex> lifecycle = LockDevice();
   codec_.reset();
+}
+
+std::unique_lock<std::mutex> ContainerDecoder::LockDevice() {
+  const auto waiting = std::chrono::steady_clock::now();
+  std::unique_lock<std::mutex> lock = options_.hw_device->LockDecoderLifecycle();
+  device_wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - waiting).count();
+  return lock;
 }
 
 int ContainerDecoder::SendToCodec(const AVPacket* packet) {
   std::unique_lock<std::mutex> creating;  // the hwaccel creates its decoder at the first get_format
-  if (hw_offered_ && !hw_state_.asked) creating = options_.hw_device->LockDecoderLifecycle();
+  if (hw_offered_ && !hw_state_.asked) creating = LockDevice();
   return avcodec_send_packet(codec_.get(), packet);
 }
 
 int ContainerDecoder::ReceiveFromCodec(AVFrame* frame) {
   std::unique_lock<std::mutex> creating;
-  if (hw_offered_ && !hw_state_.asked) creating = options_.hw_device->LockDecoderLifecycle();
+  if (hw_offered_ && !hw_state_.asked) creating = LockDevice();
   return avcodec_receive_frame(codec_.get(), frame);
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -221,6 +222,13 @@ class ContainerDecoder {
   // decoder asked for its format, the hardware decoder's creation (FFmpeg's hwaccel init)
   // included. 0 without hardware decoding offered.
   double settle_seconds() const { return settle_seconds_; }
+  // Seconds spent so far waiting for the hardware decode device's lifecycle lock
+  // (HwDecodeDevice::LockDecoderLifecycle): behind another decoder's creation or
+  // teardown, or the device's release thread. After Open, what settling waited.
+  double device_wait_seconds() const { return device_wait_seconds_; }
+  // Closes the video decoder now rather than at destruction (a hardware one under the
+  // lifecycle lock), so its caller can time it; Next() must not be called afterwards.
+  void Close() { CloseCodec(); }
 
  private:
   ContainerDecoder(ByteQueue* input, const DecoderOptions& options);
@@ -231,6 +239,8 @@ class ContainerDecoder {
   // Frees the codec context; a hardware one under the device's lifecycle lock
   // (HwDecodeDevice::LockDecoderLifecycle).
   void CloseCodec();
+  // The device's lifecycle lock, its wait counted in device_wait_seconds_.
+  std::unique_lock<std::mutex> LockDevice();
   // avcodec_send_packet and avcodec_receive_frame on codec_; on a hardware decoder that has
   // not asked for its format yet, under the lifecycle lock, since FFmpeg's hwaccel creates
   // the engines' decoder at that first get_format.
@@ -325,6 +335,7 @@ class ContainerDecoder {
   int64_t video_packets_ = 0;
   double demux_seconds_ = 0;
   double settle_seconds_ = 0;
+  double device_wait_seconds_ = 0;
   static constexpr int kMaxReceiveErrorsInARow = 1000;
   int receive_errors_in_a_row_ = 0;
   bool last_packet_cut_ = false;  // the last video packet read was cut short (AV_PKT_FLAG_CORRUPT at the end)

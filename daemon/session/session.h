@@ -293,11 +293,11 @@ class Session : public std::enable_shared_from_this<Session> {
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   // Where the time to the first frame went (container input), logged at debug level once
   // it is written: input opened (probe, decoder and its device; of which settling the
-  // hardware decoder), first frame decoded (of which waiting for input and decoding), and
-  // written.
+  // hardware decoder, and of that waiting for the decode device's lifecycle lock), first
+  // frame decoded (of which waiting for input and decoding), and written.
   struct FirstFrame {
     std::chrono::steady_clock::time_point opened{}, decoded{};
-    double settle_s = 0, demux_s = 0, decode_s = 0;
+    double settle_s = 0, settle_wait_s = 0, demux_s = 0, decode_s = 0;
   } first_frame_;
 
   std::mutex sink_mu_;  // sink_ and closed_; no sink call comes back into the session

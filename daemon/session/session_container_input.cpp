@@ -190,6 +190,23 @@ Status Session::RunContainer() {
   std::unique_ptr<media::ContainerDecoder> decoder = std::move(opened).value();
   first_frame_.opened = std::chrono::steady_clock::now();
   first_frame_.settle_s = decoder->settle_seconds();
+  first_frame_.settle_wait_s = decoder->device_wait_seconds();
+  // On every way out, once the decode thread has stopped (the Joiner below goes first): the
+  // close of a decoder that started on the video engines is timed, at debug level, since
+  // it holds the device's lifecycle lock that other sessions' decoders wait for.
+  struct Closer {
+    media::ContainerDecoder& decoder;
+    const std::string& id;
+    ~Closer() {
+      if (!decoder.video().hw_decoding) return;
+      const double waited_before = decoder.device_wait_seconds();
+      const auto closing = std::chrono::steady_clock::now();
+      decoder.Close();
+      spdlog::debug("session {}: video decoder closed in {:.1f} ms ({:.1f} ms waiting for the decode device)", id,
+                    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - closing).count(),
+                    (decoder.device_wait_seconds() - waited_before) * 1e3);
+    }
+  } closer{*decoder, id_};
   const media::VideoStreamInfo& v = decoder->video();
   meter_.SetCodec(v.codec);
   meter_.SetDecoder(v.hw_decoding);

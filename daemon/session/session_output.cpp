@@ -343,9 +343,10 @@ void Session::LogFirstFrame() const {
                                                         : std::chrono::duration<double, std::milli>(t - started_).count();
   };
   spdlog::debug("session {}: first frame written at {:.1f} ms: input opened at {:.1f} ms ({:.1f} ms settling the "
-                "hardware decoder), first frame decoded at {:.1f} ms ({:.1f} ms waiting for input, {:.1f} ms decoding)",
-                id_, ms(now), ms(first_frame_.opened), first_frame_.settle_s * 1e3, ms(first_frame_.decoded),
-                first_frame_.demux_s * 1e3, first_frame_.decode_s * 1e3);
+                "hardware decoder, {:.1f} ms of it waiting for the decode device), first frame decoded at {:.1f} ms "
+                "({:.1f} ms waiting for input, {:.1f} ms decoding)",
+                id_, ms(now), ms(first_frame_.opened), first_frame_.settle_s * 1e3, first_frame_.settle_wait_s * 1e3,
+                ms(first_frame_.decoded), first_frame_.demux_s * 1e3, first_frame_.decode_s * 1e3);
 }
 
 bool Session::WriteJpegs(const FrameResult& result, int64_t pts) {

@@ -6,7 +6,8 @@
 #      decode.engines_full_percent in FULL (90 = the default, 60), and cpu;
 #   2. time to first frame at one session on clip A, gpu against cpu, with the daemon's
 #      debug line that splits it (input opened, the hardware decoder settled, first frame),
-#      then gpu at decode.held_frames 2 and 16 (HELD_TTFF), for what the surfaces cost;
+#      then gpu at decode.held_frames 2 and 16 (HELD_TTFF), for what the surfaces cost,
+#      and eight sessions in a row, for what a session's end costs the next one's start;
 #   3. decode_identity.sh (where it is staged), capped at IDENTITY_S seconds;
 #   4. 16 sessions: the reference, gpu and auto.
 # Each daemon run also samples `nvidia-smi dmon` (SM % / decoder %), once a second.
@@ -74,6 +75,25 @@ for held in ${HELD_TTFF:-2 16}; do
     --reference none --sessions 1 --decode gpu 2>&1 |
     grep -E "first frame written|time to first|session failed" | sed -E 's/^[0-9-]+ [0-9:.]+ //'
 done
+
+# Sessions in a row on one daemon: the first four each start as the one before has closed,
+# the last four a second apart. The debug lines split each start (settling, and the wait
+# for the device's lifecycle lock in it) and each close (its time, and its wait).
+if [[ -f decode/h264_1080.mp4 ]]; then
+  echo "== gpu, sessions in a row (decode/h264_1080.mp4): four back to back, four a second apart"
+  row=$(mktemp -d)
+  "./$B/bin/conveyord" --log-level debug --listen "unix:$row/s.sock" --metrics-listen 127.0.0.1:0 2>"$row/d.log" &
+  rowd=$!
+  for _ in $(seq 100); do [[ -S $row/s.sock ]] && break; sleep 0.1; done
+  for gap in 0 0 0 0 1 1 1 1; do
+    sleep "$gap"
+    "./$B/bin/conveyorctl" --target "unix:$row/s.sock" transcode decode/h264_1080.mp4 -o "$row/out.$RANDOM" \
+      --decode gpu >/dev/null 2>&1 || echo "sessions in a row: a session failed"
+  done
+  kill "$rowd"
+  wait "$rowd" 2>/dev/null
+  grep -E "first frame written|decoder closed" "$row/d.log" | sed -E 's/^[0-9-]+ [0-9:.]+ //'
+fi
 
 if [[ -f decode_identity.sh ]]; then
   echo "### decode_identity.sh"

@@ -54,28 +54,27 @@ void ContainerDecoder::CloseCodec() {
     codec_.reset();
     return;
   }
-  // A hardware decoder's teardown (its decoder destroyed, unless frames still hold it) is
-  // one of the device's lifecycle steps.
-  std::unique_lock<std::mutex> lifecycle = LockDevice();
-  codec_.reset();
+  // A hardware decoder's teardown waits, on the device's lifecycle thread, for its frames
+  // and for a moment when no other decoder is being created (decoder_lifecycle.h).
+  options_.hw_device->Retire(std::move(codec_), options_.hw_surfaces);
 }
 
-std::unique_lock<std::mutex> ContainerDecoder::LockDevice() {
+DecoderLifecycle::Creation ContainerDecoder::BeginCreation() {
   const auto waiting = std::chrono::steady_clock::now();
-  std::unique_lock<std::mutex> lock = options_.hw_device->LockDecoderLifecycle();
+  DecoderLifecycle::Creation creation = options_.hw_device->BeginDecoderCreation();
   device_wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - waiting).count();
-  return lock;
+  return creation;
 }
 
 int ContainerDecoder::SendToCodec(const AVPacket* packet) {
-  std::unique_lock<std::mutex> creating;  // the hwaccel creates its decoder at the first get_format
-  if (hw_offered_ && !hw_state_.asked) creating = LockDevice();
+  DecoderLifecycle::Creation creating;  // the hwaccel creates its decoder at the first get_format
+  if (hw_offered_ && !hw_state_.asked) creating = BeginCreation();
   return avcodec_send_packet(codec_.get(), packet);
 }
 
 int ContainerDecoder::ReceiveFromCodec(AVFrame* frame) {
-  std::unique_lock<std::mutex> creating;
-  if (hw_offered_ && !hw_state_.asked) creating = LockDevice();
+  DecoderLifecycle::Creation creating;
+  if (hw_offered_ && !hw_state_.asked) creating = BeginCreation();
   return avcodec_receive_frame(codec_.get(), frame);
 }
 

@@ -86,6 +86,9 @@ struct DecoderOptions {
   // Device frames the caller may hold at once (SurfaceGate's bound): the decoder gets as
   // many surfaces beyond its own.
   int hw_held_frames = kDefaultHeldDeviceFrames;
+  // The gate that counts the caller's device frames of this decoder (may be null): a
+  // closed hardware decoder is torn down once it holds none (HwDecodeDevice::Retire).
+  std::shared_ptr<SurfaceGate> hw_surfaces;
   // For tests of the failover: the engines' decode of this video packet (0-based) counts as
   // failed, as an error of the hwaccel would. -1: never.
   int64_t hw_fault_at_packet = -1;
@@ -223,11 +226,11 @@ class ContainerDecoder {
   // included. 0 without hardware decoding offered.
   double settle_seconds() const { return settle_seconds_; }
   // Seconds spent so far waiting for the hardware decode device's lifecycle lock
-  // (HwDecodeDevice::LockDecoderLifecycle): behind another decoder's creation or
-  // teardown, or the device's release thread. After Open, what settling waited.
+  // (DecoderLifecycle::BeginCreation): behind another decoder's creation or teardown, or
+  // the freeing of frames. After Open, what settling waited.
   double device_wait_seconds() const { return device_wait_seconds_; }
-  // Closes the video decoder now rather than at destruction (a hardware one under the
-  // lifecycle lock), so its caller can time it; Next() must not be called afterwards.
+  // Closes the video decoder now rather than at destruction (a hardware one is retired to
+  // its device's lifecycle thread); Next() must not be called afterwards.
   void Close() { CloseCodec(); }
 
  private:
@@ -236,11 +239,12 @@ class ContainerDecoder {
   Status CheckPictureSizes() const;
   Status OpenVideoDecoder();
   Status OpenCodec(const AVCodec* decoder, const AVStream* st, bool hardware);
-  // Frees the codec context; a hardware one under the device's lifecycle lock
-  // (HwDecodeDevice::LockDecoderLifecycle).
+  // Frees the codec context; a hardware one is retired to the device's lifecycle thread
+  // (HwDecodeDevice::Retire), with hw_surfaces.
   void CloseCodec();
-  // The device's lifecycle lock, its wait counted in device_wait_seconds_.
-  std::unique_lock<std::mutex> LockDevice();
+  // The device's lifecycle lock for a decoder's creation, its wait counted in
+  // device_wait_seconds_.
+  DecoderLifecycle::Creation BeginCreation();
   // avcodec_send_packet and avcodec_receive_frame on codec_; on a hardware decoder that has
   // not asked for its format yet, under the lifecycle lock, since FFmpeg's hwaccel creates
   // the engines' decoder at that first get_format.

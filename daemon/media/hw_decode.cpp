@@ -52,42 +52,14 @@ HwDecodeDevice::HwDecodeDevice(AVBufferRef* device, AVHWDeviceType type, AVPixel
     : device_(device), type_(type), hw_format_(hw_format) {}
 
 HwDecodeDevice::~HwDecodeDevice() {
-  {
-    std::lock_guard<std::mutex> lock(release_mu_);
-    stopping_ = true;
-  }
-  release_cv_.notify_all();
-  if (release_thread_.joinable()) release_thread_.join();  // frees what is still queued
+  lifecycle_.reset();  // frees what is still queued or retired
   av_buffer_unref(&device_);
 }
 
-void HwDecodeDevice::Release(Released r) {
-  {
-    std::lock_guard<std::mutex> lock(release_mu_);
-    release_queue_.push_back(std::move(r));
-    if (!release_thread_.joinable()) release_thread_ = std::thread([this] { ReleaseLoop(); });
-  }
-  release_cv_.notify_one();
-}
-
-void HwDecodeDevice::ReleaseLoop() {
-  for (;;) {
-    std::deque<Released> batch;
-    {
-      std::unique_lock<std::mutex> lock(release_mu_);
-      release_cv_.wait(lock, [&] { return stopping_ || !release_queue_.empty(); });
-      if (release_queue_.empty()) return;  // stopping, and nothing left
-      batch.swap(release_queue_);
-    }
-    {
-      std::unique_lock<std::mutex> lifecycle = LockDecoderLifecycle();
-      for (Released& r : batch) r.frame.reset();  // unmaps; destroys a decoder it held last
-    }
-    for (Released& r : batch) {
-      held_bytes_ -= r.bytes;
-      if (r.gate) r.gate->Give();
-    }
-  }
+void HwDecodeDevice::Retire(CodecContextPtr codec, std::shared_ptr<SurfaceGate> gate) {
+  if (!codec) return;
+  std::shared_ptr<AVCodecContext> owned(codec.release(), [](AVCodecContext* c) { avcodec_free_context(&c); });
+  lifecycle_->Retire(std::move(owned), std::move(gate));
 }
 
 const char* HwDecodeDevice::api() const { return av_hwdevice_get_type_name(type_); }
@@ -211,40 +183,16 @@ Status AttachHwDevice(AVCodecContext* ctx, const HwDecodeDevice& device, HwDecod
   return OkStatus();
 }
 
-bool SurfaceGate::WaitForRoom(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return cv_.wait_for(lock, timeout, [&] { return held_ < bound_; });
-}
-
-int SurfaceGate::held() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return held_;
-}
-
-void SurfaceGate::Take() {
-  std::lock_guard<std::mutex> lock(mu_);
-  ++held_;
-}
-
-void SurfaceGate::Give() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    --held_;
-  }
-  cv_.notify_all();
-}
-
 DeviceFrameOwner::DeviceFrameOwner(std::shared_ptr<HwDecodeDevice> device, FramePtr frame,
                                    std::shared_ptr<SurfaceGate> gate)
     : device_(std::move(device)), frame_(std::move(frame)), gate_(std::move(gate)) {
   bytes_ = static_cast<uint64_t>(frame_->linesize[0]) * frame_->height +
            static_cast<uint64_t>(frame_->linesize[1]) * ((frame_->height + 1) / 2);
-  device_->held_bytes_ += bytes_;
-  if (gate_) gate_->Take();
+  device_->lifecycle_->Hold(bytes_, gate_.get());
 }
 
 DeviceFrameOwner::~DeviceFrameOwner() {
-  device_->Release(HwDecodeDevice::Released{std::move(frame_), std::move(gate_), bytes_});
+  device_->lifecycle_->Free(std::move(frame_), std::move(gate_), bytes_);
 }
 
 StatusOr<DeviceFrameView> ViewOfDeviceFrame(const AVFrame& frame, UntaggedMatrix untagged) {

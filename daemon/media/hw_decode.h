@@ -8,25 +8,19 @@
 // of a surface after them with an event. HwDecodeState is a decoder's side: it offers the
 // device's pixel format in get_format and remembers what FFmpeg made of the offer.
 //
-// A device's hardware decoders are created and destroyed one at a time. The 9-minute
-// decode soak on the GPU host crashed the daemon inside libnvcuvid's cuvidDestroyDecoder,
-// called from the GPU worker's delivery thread as it freed the last frame of a session
-// whose decoder had closed, while other sessions created and destroyed theirs. So the
-// frames that reach the encoder are freed on the device's release thread (DeviceFrameOwner),
-// a batch at a time under LockDecoderLifecycle, and ContainerDecoder takes the same lock to
-// create a hardware decoder (its calls until the first get_format) and to close one.
+// A device's hardware decoders are created and torn down one at a time, and the frames
+// that reach the encoder freed, by its DecoderLifecycle (decoder_lifecycle.h): frames
+// through DeviceFrameOwner, a decoder's creation (its calls until the first get_format)
+// under BeginCreation, and a closed decoder through Retire, whose teardown waits for a
+// moment when no creation does.
 #pragma once
 
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 
+#include "decoder_lifecycle.h"
 #include "ffmpeg_handles.h"
 #include "frame_convert.h"
 #include "nvdec_engines.h"
@@ -50,8 +44,6 @@ StatusOr<DecodeMode> ParseDecodeMode(const std::string& name);
 enum class DecodedFrames { kDevice, kHost };
 const char* DecodedFramesName(DecodedFrames f);
 StatusOr<DecodedFrames> ParseDecodedFrames(const std::string& name);
-
-class SurfaceGate;
 
 class HwDecodeDevice {
  public:
@@ -80,31 +72,25 @@ class HwDecodeDevice {
 
   // Device bytes of decoded surfaces that frames on their way to the encoder hold now
   // (DeviceFrameOwner), over every session on this device.
-  uint64_t held_surface_bytes() const { return held_bytes_.load(); }
+  uint64_t held_surface_bytes() const { return lifecycle_->held_bytes(); }
   // The GPU's video decode engines (NVDEC, from the driver: NvdecEngineCount); -1 where
   // unknown (VA-API has no such count).
   int engines() const { return engines_; }
 
-  // Held while a hardware decoder is created (the decoder's calls until its first
-  // get_format) or closed (avcodec_free_context), and while the release thread frees
-  // frames: on one device these never overlap.
-  std::unique_lock<std::mutex> LockDecoderLifecycle() const { return std::unique_lock<std::mutex>(lifecycle_mu_); }
+  // The lock of a decoder's creation (DecoderLifecycle::BeginCreation), ahead of teardowns.
+  DecoderLifecycle::Creation BeginDecoderCreation() { return lifecycle_->BeginCreation(); }
+  // Hands a closed codec context of this device to the lifecycle's thread, whose teardown
+  // of it waits until `gate` (the session's, may be null) holds no frame and no creation
+  // runs (DecoderLifecycle::Retire). Never blocks.
+  void Retire(CodecContextPtr codec, std::shared_ptr<SurfaceGate> gate);
+  // Decoders retired and not yet torn down, torn down so far, and the seconds that took.
+  std::size_t retired_decoders() const { return lifecycle_->retired(); }
+  uint64_t decoder_teardowns() const { return lifecycle_->teardowns(); }
+  double decoder_teardown_seconds() const { return lifecycle_->teardown_seconds(); }
 
  private:
   friend class DeviceFrameOwner;
   HwDecodeDevice(AVBufferRef* device, AVHWDeviceType type, AVPixelFormat hw_format);
-  // A frame whose owner is done with it, on its way to the release thread.
-  struct Released {
-    FramePtr frame;
-    std::shared_ptr<SurfaceGate> gate;
-    uint64_t bytes = 0;
-  };
-  // Queues `r` for the release thread (started with the first frame), which frees it under
-  // the lifecycle lock, then takes its bytes off held_surface_bytes and gives its surface
-  // back to its gate. Never blocks on a decoder's creation: the GPU worker's delivery
-  // thread calls it.
-  void Release(Released r);
-  void ReleaseLoop();
   // Takes `ref`, an initialised CUDA device, and counts its context's engines.
   static std::shared_ptr<HwDecodeDevice> OwnCudaDevice(AVBufferRef* ref);
   AVBufferRef* device_;
@@ -112,13 +98,9 @@ class HwDecodeDevice {
   const AVPixelFormat hw_format_;
   int engines_ = -1;
   std::unique_ptr<SharedLibrary> video_library_;  // CUDA: libnvcuvid.so.1, kept loaded
-  std::atomic<uint64_t> held_bytes_{0};
-  mutable std::mutex lifecycle_mu_;
-  std::mutex release_mu_;  // guards the queue, stopping_ and the thread's start
-  std::condition_variable release_cv_;
-  std::deque<Released> release_queue_;
-  bool stopping_ = false;
-  std::thread release_thread_;  // declared last: joined (the queue emptied) before the rest goes
+  // Gone first (the destructor resets it): its thread frees every frame and decoder of
+  // this device before the device context goes.
+  std::unique_ptr<DecoderLifecycle> lifecycle_ = std::make_unique<DecoderLifecycle>();
 };
 
 // Whether `codec` is offered `type`'s device: a codec whose decoding the standards make
@@ -137,23 +119,6 @@ bool DecoderTakes(const AVCodec* codec, AVHWDeviceType type, std::string* why = 
 constexpr int kDefaultHeldDeviceFrames = 8;
 constexpr int kMinHeldDeviceFrames = 2;   // the deinterlace window holds two
 constexpr int kMaxHeldDeviceFrames = 24;  // with the references, near the 32 surfaces nvdec warns of
-
-// Counts the device frames a session holds, up to its bound.
-class SurfaceGate {
- public:
-  explicit SurfaceGate(int bound = kDefaultHeldDeviceFrames) : bound_(bound) {}
-  // Waits until fewer than the bound are held, or `timeout` passes; false on timeout.
-  bool WaitForRoom(std::chrono::milliseconds timeout);
-  int held() const;
-  void Take();  // one more frame held (DeviceFrameOwner's constructor)
-  void Give();  // one frame given back (once the release thread freed it); wakes a waiter
-
- private:
-  const int bound_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  int held_ = 0;
-};
 
 // A decoder's hardware state: set as AVCodecContext::opaque with GetFormat as its
 // get_format. FFmpeg calls get_format when the decoder learns the stream's format; the
@@ -176,10 +141,10 @@ Status AttachHwDevice(AVCodecContext* ctx, const HwDecodeDevice& device, HwDecod
 
 // Keeps a hardware frame's surface referenced until the encoder is done with it, and
 // counts its bytes in HwDecodeDevice::held_surface_bytes; on destruction the frame goes to
-// the device's release thread, which frees it and gives the surface back to `gate`.
+// the device's lifecycle thread, which frees it and gives the surface back to `gate`.
 class DeviceFrameOwner {
  public:
-  // `gate` (may be null) counts the frame as held until the release thread has freed it.
+  // `gate` (may be null) counts the frame as held until the lifecycle thread has freed it.
   DeviceFrameOwner(std::shared_ptr<HwDecodeDevice> device, FramePtr frame, std::shared_ptr<SurfaceGate> gate = nullptr);
   ~DeviceFrameOwner();
   DeviceFrameOwner(const DeviceFrameOwner&) = delete;

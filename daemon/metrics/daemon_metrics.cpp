@@ -266,6 +266,13 @@ StatusOr<DaemonMetrics> DaemonMetrics::Create(Registry& r, const BuildInfo& buil
                                            "Device memory of hardware-decoded surfaces that frames on their way "
                                            "to the device's encoder hold.",
                                            {"device"})));
+  ASSIGN_OR_RETURN(m.decoders_retired_,
+                   r.AddCallbackGauge(Spec("conveyor_decoders_retired",
+                                           "Hardware decoders closed and waiting for their teardown on the "
+                                           "device's lifecycle thread, which runs once their frames are freed "
+                                           "and no decoder is being created; their surfaces stay allocated "
+                                           "until then.",
+                                           {"device"})));
   ASSIGN_OR_RETURN(m.video_engines_,
                    r.AddCallbackGauge(Spec("conveyor_video_engines",
                                            "Video decode engines of the device that take H.264, as its driver "
@@ -376,6 +383,10 @@ const char* DaemonMetrics::DecoderKindName(DecoderKind k) { return k == DecoderK
 
 StatusOr<ScopedCallback> DaemonMetrics::BindDecoderSurfaces(const std::string& device, std::function<double()> fn) {
   return decoder_surfaces_->Bind({device}, std::move(fn));
+}
+
+StatusOr<ScopedCallback> DaemonMetrics::BindRetiredDecoders(const std::string& device, std::function<double()> fn) {
+  return decoders_retired_->Bind({device}, std::move(fn));
 }
 
 StatusOr<ScopedCallback> DaemonMetrics::BindVideoEngines(const std::string& device, std::function<double()> fn) {

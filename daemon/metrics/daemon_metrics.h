@@ -138,6 +138,7 @@ class DaemonMetrics {
   // hold (hardware decoding with device frames).
   StatusOr<ScopedCallback> BindDecoderSurfaces(const std::string& device, std::function<double()> fn);
   // The device's video decode engines, where the driver counts them (NVDEC).
+  StatusOr<ScopedCallback> BindRetiredDecoders(const std::string& device, std::function<double()> fn);
   StatusOr<ScopedCallback> BindVideoEngines(const std::string& device, std::function<double()> fn);
   // The session manager's state: 1 while /readyz answers 200 (not draining, under the
   // cap), else 0; 1 while draining; the session cap (limits.max_sessions), reloads included.
@@ -176,6 +177,7 @@ class DaemonMetrics {
   CallbackGaugeFamily* heap_free_ = nullptr;
   CallbackGaugeFamily* input_spool_ = nullptr;
   CallbackGaugeFamily* decoder_surfaces_ = nullptr;
+  CallbackGaugeFamily* decoders_retired_ = nullptr;
   CallbackGaugeFamily* video_engines_ = nullptr;
   std::array<Histogram*, 2> decode_duration_{};
   std::array<Counter*, 2> decode_sessions_{};

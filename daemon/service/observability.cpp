@@ -118,6 +118,11 @@ Status Observability::Serve(const std::string& listen, SessionManager* sessions,
                        return static_cast<double>(sessions->decode_devices().HeldSurfaceBytes(i));
                      }));
     bindings_.push_back(std::move(surfaces));
+    ASSIGN_OR_RETURN(metrics::ScopedCallback retired,
+                     daemon_->BindRetiredDecoders(context_.device_labels[i], [sessions, i] {
+                       return static_cast<double>(sessions->decode_devices().RetiredDecoders(i));
+                     }));
+    bindings_.push_back(std::move(retired));
     const int engines = sessions->decode_devices().Engines(i);
     if (engines > 0) {
       ASSIGN_OR_RETURN(metrics::ScopedCallback counted, daemon_->BindVideoEngines(context_.device_labels[i], [engines] {

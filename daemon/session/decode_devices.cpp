@@ -44,6 +44,12 @@ uint64_t DecodeDevices::HeldSurfaceBytes(int index) const {
   return devices_[index].device->held_surface_bytes();
 }
 
+uint64_t DecodeDevices::RetiredDecoders(int index) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (index < 0 || index >= static_cast<int>(devices_.size()) || !devices_[index].device) return 0;
+  return devices_[index].device->retired_decoders();
+}
+
 int DecodeDevices::Engines(int index) const {
   std::lock_guard<std::mutex> lock(mu_);
   if (index < 0 || index >= static_cast<int>(devices_.size()) || !devices_[index].device) return -1;

@@ -28,6 +28,8 @@ class DecodeDevices {
   Device For(int index, const std::string& vaapi_node);
   // Device bytes of decoded surfaces held on worker `index`'s way to its encoder.
   uint64_t HeldSurfaceBytes(int index) const;
+  // Hardware decoders of worker `index`'s device closed and not yet torn down.
+  uint64_t RetiredDecoders(int index) const;
   // Worker `index`'s video decode engines as the driver counts them; -1 when unknown or
   // its device is not open.
   int Engines(int index) const;

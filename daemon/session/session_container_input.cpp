@@ -134,6 +134,10 @@ int Session::HeldDeviceFrames() const {
 
 Status Session::RunContainer() {
   media::DecoderOptions o;
+  // The device frames on their way to the worker, those waiting in the hand-off included;
+  // the decoder's surfaces are bounded, and a closed hardware decoder is torn down once
+  // none is held.
+  auto surfaces = std::make_shared<media::SurfaceGate>(HeldDeviceFrames());
   const media::DecodeMode mode = job_.decode.value_or(options_.decode);
   // auto: the balancer may find the engines the bottleneck and this session better on the CPU.
   const std::string balanced_to_cpu =
@@ -148,6 +152,7 @@ Status Session::RunContainer() {
       o.hw_frames = decode_device_->device_frames() ? options_.decoded_frames : media::DecodedFrames::kHost;
       o.hw_fault_at_packet = options_.decode_fault_at_packet;
       o.hw_held_frames = HeldDeviceFrames();
+      o.hw_surfaces = surfaces;
     } else if (mode == media::DecodeMode::kGpu) {
       return FailedPrecondition("decode: gpu: " + (decode_unavailable_.empty()
                                                        ? worker_name_ + " has no video engines to decode on"
@@ -191,22 +196,24 @@ Status Session::RunContainer() {
   first_frame_.opened = std::chrono::steady_clock::now();
   first_frame_.settle_s = decoder->settle_seconds();
   first_frame_.settle_wait_s = decoder->device_wait_seconds();
-  // On every way out, once the decode thread has stopped (the Joiner below goes first): the
-  // close of a decoder that started on the video engines is timed, at debug level, since
-  // it holds the device's lifecycle lock that other sessions' decoders wait for.
+  // On every way out, once the decode thread has stopped (the Joiner below goes first): a
+  // decoder that started on the video engines is retired to the device's lifecycle
+  // thread, whose teardowns so far are logged at debug level with it.
   struct Closer {
     media::ContainerDecoder& decoder;
+    const std::shared_ptr<media::HwDecodeDevice>& device;
     const std::string& id;
     ~Closer() {
-      if (!decoder.video().hw_decoding) return;
-      const double waited_before = decoder.device_wait_seconds();
-      const auto closing = std::chrono::steady_clock::now();
+      if (!decoder.video().hw_decoding || !device) return;
       decoder.Close();
-      spdlog::debug("session {}: video decoder closed in {:.1f} ms ({:.1f} ms waiting for the decode device)", id,
-                    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - closing).count(),
-                    (decoder.device_wait_seconds() - waited_before) * 1e3);
+      spdlog::debug("session {}: video decoder retired; the decode device has {} retired decoders waiting for "
+                    "teardown, and tore {} down in {:.1f} ms on average",
+                    id, device->retired_decoders(), device->decoder_teardowns(),
+                    device->decoder_teardowns() > 0
+                        ? device->decoder_teardown_seconds() * 1e3 / static_cast<double>(device->decoder_teardowns())
+                        : 0.0);
     }
-  } closer{*decoder, id_};
+  } closer{*decoder, decode_device_, id_};
   const media::VideoStreamInfo& v = decoder->video();
   meter_.SetCodec(v.codec);
   meter_.SetDecoder(v.hw_decoding);
@@ -282,9 +289,6 @@ Status Session::RunContainer() {
           ? av_rescale_q(1, AVRational{v.frame_rate.den, v.frame_rate.num}, v.time_base)
           : 0;
   int64_t kept_end = 0;
-  // The device frames on their way to the worker, those waiting in the hand-off included;
-  // the decoder's surfaces are bounded.
-  auto surfaces = std::make_shared<media::SurfaceGate>(HeldDeviceFrames());
   // start_seconds on an input that can seek: decoding starts at the keyframe before it.
   // The first frame decoded shows whether the demuxer found one early enough (MPEG-TS
   // searches by dts, and can land a GOP late); if not, the seek goes back a second, then

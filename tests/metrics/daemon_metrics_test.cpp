@@ -55,6 +55,7 @@ std::string PopulatedScrape(Registry& r) {
   ScopedCallback pinned_in_use = std::move(m->BindPinnedInput("in_use", [] { return 32505856.0; }).value());
   ScopedCallback pinned_idle = std::move(m->BindPinnedInput("idle", [] { return 65011712.0; }).value());
   ScopedCallback surfaces = std::move(m->BindDecoderSurfaces("gpu0", [] { return 6266880.0; }).value());
+  ScopedCallback retired = std::move(m->BindRetiredDecoders("gpu0", [] { return 2.0; }).value());
   ScopedCallback engines = std::move(m->BindVideoEngines("gpu0", [] { return 7.0; }).value());
   ScopedCallback ready = std::move(m->BindReady([] { return 1.0; }).value());
   ScopedCallback draining = std::move(m->BindDraining([] { return 0.0; }).value());
@@ -142,6 +143,7 @@ TEST(DaemonMetrics, FullScrapeHasEveryFamily) {
            "conveyor_device_memory_used_bytes{device=\"gpu0\"} 536870912\n",
            "conveyor_worker_restarts_total{device=\"cpu\"} 1\n",
            "conveyor_decoder_surface_bytes{device=\"gpu0\"} 6266880\n",
+           "conveyor_decoders_retired{device=\"gpu0\"} 2\n",
            "conveyor_video_engines{device=\"gpu0\"} 7\n",
            "conveyor_sessions_ended_total{code=\"OK\"} 4\n",
            "conveyor_sessions_ended_total{code=\"INVALID_ARGUMENT\"} 1\n",

@@ -173,6 +173,7 @@ class DecodeStream {
     while (Clock::now() < deadline) {
       reader_.pos = 0;
       decoder_open_ = std::make_shared<std::atomic<bool>>(true);
+      gate_ = std::make_shared<media::SurfaceGate>(media::kMaxHeldDeviceFrames);
       first_of_open_ = true;
       RETURN_IF_ERROR(Open());
       RETURN_IF_ERROR(DecodeUpTo(frames_ + static_cast<uint64_t>(o_.frames_per_open)));
@@ -252,22 +253,23 @@ class DecodeStream {
   }
 
   // Under the daemon's discipline a hardware decoder's calls until its first get_format
-  // (where FFmpeg's hwaccel creates it), and its closing, hold the device's lifecycle lock.
+  // (where FFmpeg's hwaccel creates it) hold the device's lifecycle lock, its frames count
+  // in a gate, and a closed one is retired to the device (decoder_lifecycle.h).
   bool Disciplined() const { return device_ != nullptr && releaser_ != nullptr && o_.discipline == "daemon"; }
   int Send(const AVPacket* pkt) {
-    std::unique_lock<std::mutex> creating;
-    if (Disciplined() && !hw_.asked) creating = device_->LockDecoderLifecycle();
+    media::DecoderLifecycle::Creation creating;
+    if (Disciplined() && !hw_.asked) creating = device_->BeginDecoderCreation();
     return avcodec_send_packet(dec_.get(), pkt);
   }
   int Receive() {
-    std::unique_lock<std::mutex> creating;
-    if (Disciplined() && !hw_.asked) creating = device_->LockDecoderLifecycle();
+    media::DecoderLifecycle::Creation creating;
+    if (Disciplined() && !hw_.asked) creating = device_->BeginDecoderCreation();
     return avcodec_receive_frame(dec_.get(), frame_.get());
   }
   void Close() {
-    {
-      std::unique_lock<std::mutex> closing;
-      if (Disciplined()) closing = device_->LockDecoderLifecycle();
+    if (Disciplined()) {
+      device_->Retire(std::move(dec_), gate_);
+    } else {
       dec_.reset();
     }
     decoder_open_->store(false);
@@ -296,7 +298,7 @@ class DecodeStream {
       Releaser::Held held;
       held.decoder_open = decoder_open_;
       if (Disciplined()) {
-        held.owner = std::make_shared<media::DeviceFrameOwner>(device_, std::move(kept));
+        held.owner = std::make_shared<media::DeviceFrameOwner>(device_, std::move(kept), gate_);
       } else {
         held.frame = std::move(kept);
       }
@@ -331,6 +333,7 @@ class DecodeStream {
   FramePtr frame_;
   Releaser* releaser_ = nullptr;  // churn only
   std::shared_ptr<std::atomic<bool>> decoder_open_;
+  std::shared_ptr<media::SurfaceGate> gate_;  // churn, daemon discipline: the open decoder's frames
   uint64_t opens_ = 0;
   bool first_of_open_ = true;
   uint64_t frames_ = 0;

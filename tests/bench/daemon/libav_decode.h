@@ -25,10 +25,11 @@ struct LibavDecodeOptions {
   // thread frees every frame hold_ms after it came, often after its decoder has closed:
   // how conveyord's sessions start, end and are cancelled while the GPU worker still holds
   // their frames, compressed into seconds. A decoder or driver that cannot take it crashes
-  // the process. `discipline` (cuda): "daemon" is conveyord's (frames freed on the decode
-  // device's release thread through DeviceFrameOwner; a decoder created, up to its first
-  // get_format, and closed under HwDecodeDevice::LockDecoderLifecycle), "plain" FFmpeg's
-  // usual use (frames freed on the releaser, no lock).
+  // the process. `discipline` (cuda): "daemon" is conveyord's (decoder_lifecycle.h: frames
+  // freed on the device's lifecycle thread through DeviceFrameOwner, a decoder created, up
+  // to its first get_format, under HwDecodeDevice::BeginDecoderCreation, and a closed one
+  // retired to that thread), "plain" FFmpeg's usual use (frames freed on the releaser, no
+  // lock).
   double churn_seconds = 0;
   int frames_per_open = 8;
   double hold_ms = 5;

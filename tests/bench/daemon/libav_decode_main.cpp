@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--hold-ms", o.hold_ms, "Churn: how long the releaser keeps a frame")->check(CLI::NonNegativeNumber);
   app.add_option("--discipline", o.discipline,
-                 "Churn, cuda: daemon (conveyord's: the device's release thread and lifecycle lock) or plain "
+                 "Churn, cuda: daemon (conveyord's: the device's lifecycle thread and lock) or plain "
                  "(FFmpeg's usual use)")
       ->check(CLI::IsMember({"daemon", "plain"}));
   CLI11_PARSE(app, argc, argv);

@@ -13,7 +13,9 @@
 # Each daemon run also samples `nvidia-smi dmon` (SM % / decoder %), once a second.
 #   bash tests/gpu/h200_bundle/stage.sh targets     (on the development machine)
 #   bash .h200/decode_targets.sh                    (on the GPU host)
-# FULL ("90 60"), ROUNDS (TTFF rounds, 2), HELD_TTFF ("2 16"), IDENTITY_S (200).
+# FULL ("90 60"), ROUNDS (TTFF rounds, 2), HELD_TTFF ("2 16"), IDENTITY_S (200),
+# ROW_FRAMES (decode.frames for the sessions in a row, "device host"), and PARTS, the
+# parts to run ("32 ttff row identity 16", all by default).
 set -u
 cd "${BUNDLE_DIR:-.h200}" || exit 1
 B=$(basename "$(tar tJf bundle.tar.xz | head -1)")
@@ -50,12 +52,18 @@ reference() {
   ./conveyor-bench-libav-decode --input "$stream" --decoder cuda --streams "$1" 2>&1 | grep -vE '^\{'
 }
 
+PARTS=" ${PARTS:-32 ttff row identity 16} "
+part() { [[ $PARTS == *" $1 "* ]]; }
+
+if part 32; then
 echo "### 32 sessions, 20 s stream"
 reference 32
 daemon_run 32 gpu
 for full in ${FULL:-90 60}; do daemon_run 32 auto "$full"; done
 daemon_run 32 cpu
+fi
 
+if part ttff; then
 echo "### time to first frame, 1 session, clip A"
 for i in $(seq "${ROUNDS:-2}"); do
   for mode in gpu cpu; do
@@ -75,14 +83,20 @@ for held in ${HELD_TTFF:-2 16}; do
     --reference none --sessions 1 --decode gpu 2>&1 |
     grep -E "first frame written|time to first|session failed" | sed -E 's/^[0-9-]+ [0-9:.]+ //'
 done
+fi
 
 # Sessions in a row on one daemon: the first four each start as the one before has closed,
 # the last four a second apart. The debug lines split each start (settling, and the wait
-# for the device's lifecycle lock in it) and each close (its time, and its wait).
-if [[ -f decode/h264_1080.mp4 ]]; then
-  echo "== gpu, sessions in a row (decode/h264_1080.mp4): four back to back, four a second apart"
+# for the device's lifecycle lock in it) and give, at each session's end, the decoders
+# the device holds retired and how long its teardowns took. With decode.frames = host no
+# frame outlives its decoder's session.
+if part row && [[ -f decode/h264_1080.mp4 ]]; then
+for frames in ${ROW_FRAMES:-device host}; do
+  echo "== gpu, decode.frames $frames, sessions in a row (decode/h264_1080.mp4): four back to back, four a second apart"
   row=$(mktemp -d)
-  "./$B/bin/conveyord" --log-level debug --listen "unix:$row/s.sock" --metrics-listen 127.0.0.1:0 2>"$row/d.log" &
+  printf '[decode]\nframes = "%s"\n' "$frames" >"$row/c.toml"
+  "./$B/bin/conveyord" --log-level debug --config "$row/c.toml" --listen "unix:$row/s.sock" \
+    --metrics-listen 127.0.0.1:0 2>"$row/d.log" &
   rowd=$!
   for _ in $(seq 100); do [[ -S $row/s.sock ]] && break; sleep 0.1; done
   for gap in 0 0 0 0 1 1 1 1; do
@@ -92,16 +106,19 @@ if [[ -f decode/h264_1080.mp4 ]]; then
   done
   kill "$rowd"
   wait "$rowd" 2>/dev/null
-  grep -E "first frame written|decoder closed" "$row/d.log" | sed -E 's/^[0-9-]+ [0-9:.]+ //'
+  grep -E "first frame written|decoder retired" "$row/d.log" | sed -E 's/^[0-9-]+ //'
+done
 fi
 
-if [[ -f decode_identity.sh ]]; then
+if part identity && [[ -f decode_identity.sh ]]; then
   echo "### decode_identity.sh"
   timeout "${IDENTITY_S:-200}" bash decode_identity.sh 2>&1 | grep -vE '^(same|ok)' | tail -40
   echo "decode_identity.sh: exit ${PIPESTATUS[0]}"
 fi
 
+if part 16; then
 echo "### 16 sessions, 20 s stream"
 reference 16
 daemon_run 16 gpu
 daemon_run 16 auto
+fi

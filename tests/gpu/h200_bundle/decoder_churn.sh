@@ -3,7 +3,7 @@
 # --churn-seconds opens, decodes a few frames with and closes NVDEC decoders on STREAMS
 # threads for SECONDS, while a releaser frees their frames a few milliseconds later, often
 # after their decoder has closed (libav_decode.h). It runs FFmpeg's plain use first, then
-# conveyord's discipline (the decode device's release thread and lifecycle lock), each in
+# conveyord's discipline (the decode device's DecoderLifecycle: its thread and lock), each in
 # a process of its own, and prints how each ended: a crash shows as a signal.
 #   bash tests/gpu/h200_bundle/stage.sh targets     (on the development machine)
 #   bash .h200/decoder_churn.sh                     (on the GPU host)

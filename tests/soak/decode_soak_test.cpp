@@ -17,7 +17,8 @@
 //   after a random number of frames, from right after Started to half the clip.
 // - Leaks: the baseline is taken once a warm-up of the same mix has ended and the idle
 //   daemon has released its free heap. After the soak, conveyor_decoder_surface_bytes
-//   must be 0 (a frame on its way to the encoder holds its surface), the worker's device
+//   must be 0 (a frame on its way to the encoder holds its surface), and so must
+//   conveyor_decoders_retired (closed decoders waiting for their teardown), the worker's device
 //   memory and pinned memory in use as after the warm-up, and the GPU's memory in use
 //   (nvidia-smi, the daemon being alone on the GPU) within 64 MiB of it: one 1080p
 //   decoder's surfaces alone are about 75 MiB (25 NV12 surfaces of 3 MiB), so a decoder
@@ -237,9 +238,9 @@ TEST(Soak, DecodeMixOnTheVideoEnginesAndTheCpuLeavesNothingHeld) {
               delta("conveyor_decode_failovers_total{reason=\"error\"}"),
               delta("conveyor_decode_failovers_total{reason=\"format\"}"),
               delta("conveyor_decode_failovers_total{reason=\"balance\"}"));
-  std::printf("  held after    decoder surfaces %.0f B, worker device memory %.0f B (%.0f B before), pinned in "
-              "use %.0f B\n",
-              Series(family_after, "conveyor_decoder_surface_bytes"),
+  std::printf("  held after    decoder surfaces %.0f B, retired decoders %.0f, worker device memory %.0f B (%.0f B "
+              "before), pinned in use %.0f B\n",
+              Series(family_after, "conveyor_decoder_surface_bytes"), Series(family_after, "conveyor_decoders_retired"),
               Series(family_after, "conveyor_device_memory_used_bytes"),
               Series(family_before, "conveyor_device_memory_used_bytes"),
               Series(family_after, "conveyor_pinned_memory_in_use_bytes"));
@@ -254,6 +255,7 @@ TEST(Soak, DecodeMixOnTheVideoEnginesAndTheCpuLeavesNothingHeld) {
   EXPECT_EQ(delta("conveyor_decode_failovers_total{reason=\"error\"}"), 0) << "an engine error moved a session";
   EXPECT_EQ(Series(family_after, "conveyor_sessions_active"), 0);
   EXPECT_EQ(Series(family_after, "conveyor_decoder_surface_bytes"), 0) << "decoded surfaces still held";
+  EXPECT_EQ(Series(family_after, "conveyor_decoders_retired"), 0) << "closed decoders never torn down";
   EXPECT_EQ(Series(family_after, "conveyor_pinned_memory_in_use_bytes"), 0);
   EXPECT_EQ(Series(family_after, "conveyor_device_memory_used_bytes"),
             Series(family_before, "conveyor_device_memory_used_bytes"));

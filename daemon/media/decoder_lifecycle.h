@@ -90,7 +90,7 @@ class DecoderLifecycle {
 
   // Waits for the lifecycle lock, ahead of any teardown not yet started.
   Creation BeginCreation() { return Creation(this); }
-  // The lifecycle lock alone (tools that time the bare discipline).
+  // The lifecycle lock alone, as the thread takes it for frees and teardowns.
   std::unique_lock<std::mutex> Lock() const { return std::unique_lock<std::mutex>(mu_); }
 
   // A frame decoded on this device is held on its way to the encoder: `bytes` more in

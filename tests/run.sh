@@ -9,9 +9,9 @@
 #   nvidia                  when nvcc is present: the same, compile-only where there is
 #                           no NVIDIA GPU
 #   asan                    CPU build with AddressSanitizer + UBSan; the full suite
-#   tsan                    CPU build with ThreadSanitizer; the engine, worker, thread-pool
-#                           and session tests (tests/session: sessions without gRPC); only
-#                           their targets are built
+#   tsan                    CPU build with ThreadSanitizer; the engine, worker, thread-pool,
+#                           session (tests/session: sessions without gRPC) and decoder
+#                           lifecycle tests; only their targets are built
 #   fuzz                    clang-15 libFuzzer targets with ASan + UBSan, 45 s each (tests/fuzz/)
 #   package                 from the cpu build: the .deb (linted, installed, checked and purged;
 #                           needs root) and the portable bundle (tests/package/)
@@ -35,7 +35,7 @@ allow_skip=",${CONVEYOR_ALLOW_SKIP:-},"
 
 # The fewest tests each ctest stage runs. Raise a number when tests are added: a stage
 # that runs fewer (a test binary not built, a discovery that found nothing) fails.
-declare -A min_tests=([cpu]=788 [asan]=786 [tsan]=133 [amd]=154 [nvidia]=154)
+declare -A min_tests=([cpu]=795 [asan]=793 [tsan]=140 [amd]=154 [nvidia]=154)
 
 # Each stage's wall time, for the table the run ends with (passed or failed): stage NAME
 # ends the stage before (and checks that it left TMPDIR empty) and begins NAME.
@@ -247,7 +247,8 @@ echo "=== build: tsan (ThreadSanitizer) ==="
 # libraries; ON spelled out, as a build/tsan from before cached OFF), but only the tested
 # targets are built: no conveyord, gRPC server or end-to-end tests. The session tests'
 # FFmpeg suppressions: tests/session/tsan.supp.
-build_sanitized tsan "-fsanitize=thread" -DCONVEYOR_BUILD_DAEMON=ON -- --target unit_tests worker_test worker_storyboard_test session_test
+build_sanitized tsan "-fsanitize=thread" -DCONVEYOR_BUILD_DAEMON=ON -- --target unit_tests worker_test worker_storyboard_test session_test \
+  decoder_lifecycle_tests
 stage "ctest tsan"
 # GCC 12's TSan runtime cannot map its shadow memory under the highest mmap
 # randomisation some kernels use; lower it where we may (we run as root in CI).
@@ -255,9 +256,9 @@ if ! build/tsan/tests/unit/unit_tests --gtest_filter='Status*' >/dev/null 2>&1; 
   sysctl -w vm.mmap_rnd_bits=28 >/dev/null 2>&1 || true
 fi
 if build/tsan/tests/unit/unit_tests --gtest_filter='Status*' >/dev/null 2>&1; then
-  echo "=== ctest: tsan (engine, thread pool and sessions) ==="
+  echo "=== ctest: tsan (engine, thread pool, sessions and the decoder lifecycle) ==="
   TSAN_OPTIONS=halt_on_error=1 ctest_stage tsan \
-    -R '^(worker|session)\.|^unit\.(ThreadPool|StageColor|Scheduler|Heartbeat|StreamOverlap)'
+    -R '^(worker|session)\.|^unit\.(ThreadPool|StageColor|Scheduler|Heartbeat|StreamOverlap)|^media\.DecoderLifecycle\.'
 else
   why="its runtime cannot start on this kernel ($(uname -r), vm.mmap_rnd_bits=$(cat /proc/sys/vm/mmap_rnd_bits))"
   if [[ $allow_skip == *,tsan,* ]]; then
